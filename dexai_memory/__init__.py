@@ -1,0 +1,1 @@
+"""dexai-memory: semantic memory for Claude agents that survives compaction."""

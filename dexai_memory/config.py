@@ -1,0 +1,438 @@
+"""Typed, frozen settings for dexai-memory, loaded from ``memory.yaml`` files.
+
+Every default is declared exactly once, on its dataclass field below. The
+packaged ``args/memory.yaml`` lists every key with the same values (a test
+keeps them equal) so users can read what exists; a user's file overrides only
+the keys it names. Values are validated and converted at load time; a bad
+value raises :class:`~dexai_memory.errors.ConfigError` naming the file, the
+dotted key and the reason.
+
+Where files are looked up, later ones overriding earlier ones:
+
+1. the packaged defaults (``dexai_memory/args/memory.yaml``);
+2. ``<home>/memory.yaml`` where ``<home>`` is :func:`home_dir`;
+3. an explicit path (``--config`` on the CLI, ``load_settings(path=...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+#: Environment variable that overrides the data directory.
+HOME_ENV = "DEXAI_MEMORY_HOME"
+DEFAULT_MODEL = "claude-haiku-4-5-20251001"
+DEFAULT_GATE_THRESHOLD = 0.3
+DEFAULT_COMPACTION_INSTRUCTIONS = (
+    "Preserve: current task state, user preferences, active commitments, "
+    "key technical decisions, file paths being edited. "
+    "Discard: routine greetings, tool output details, intermediate reasoning."
+)
+
+
+def home_dir() -> Path:
+    """The data directory: ``$DEXAI_MEMORY_HOME`` if set, else the user data dir.
+
+    The default is ``$XDG_DATA_HOME/dexai-memory`` (``~/.local/share/dexai-memory``).
+    The directory is not created here; :func:`ensure_home` does that.
+    """
+    override = os.environ.get(HOME_ENV)
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "dexai-memory"
+
+
+def ensure_home(path: Path | None = None) -> Path:
+    """Create the data directory (mode 0700) if needed and return it."""
+    path = path or home_dir()
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _check(min_: float | None = None, max_: float | None = None, choices: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"min": min_, "max": max_, "choices": choices}
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """Where and how memories are stored."""
+
+    #: Which provider backs memory: native (SQLite), mem0 or zep.
+    provider: str = field(default="native", metadata=_check(choices=("native", "mem0", "zep")))
+    #: SQLite file name inside the data directory (native provider).
+    db_filename: str = "memory.db"
+    #: How long SQLite waits on a locked database, in milliseconds.
+    busy_timeout_ms: int = field(default=5000, metadata=_check(0, 600_000))
+    #: Send writes to the native store while an external provider is unhealthy.
+    fallback_to_native: bool = True
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """The embedder used for vector search."""
+
+    #: onnx-minilm (offline default, 384-d), none (BM25 only) or sentence-transformers (extra).
+    backend: str = field(default="onnx-minilm", metadata=_check(choices=("onnx-minilm", "none", "sentence-transformers")))
+    #: Model name for the sentence-transformers backend.
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    #: Texts embedded per model call.
+    batch_size: int = field(default=32, metadata=_check(1, 1024))
+    #: Longest input in word pieces; longer text is truncated.
+    max_length: int = field(default=256, metadata=_check(8, 512))
+    #: CPU threads for onnxruntime (0 = onnxruntime's choice).
+    threads: int = field(default=1, metadata=_check(0, 64))
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Hybrid search: BM25 (FTS5) and vectors (sqlite-vec) fused by reciprocal rank."""
+
+    #: rrf (reciprocal rank fusion), bm25 (keyword only) or vector (semantic only).
+    fusion: str = field(default="rrf", metadata=_check(choices=("rrf", "bm25", "vector")))
+    #: The k of RRF: score = sum(weight / (k + rank)).
+    rrf_k: int = field(default=60, metadata=_check(1, 1000))
+    bm25_weight: float = field(default=1.0, metadata=_check(0.0, 10.0))
+    vector_weight: float = field(default=1.0, metadata=_check(0.0, 10.0))
+    #: Candidates taken from each retriever before fusion.
+    candidates: int = field(default=50, metadata=_check(1, 2000))
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    """The warm path: heuristic gate, extraction queue and extractor."""
+
+    #: Gate score at or above which a turn is extracted (0-1).
+    gate_threshold: float = field(default=DEFAULT_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
+    #: Model used for extraction when an API key is set.
+    extraction_model: str = DEFAULT_MODEL
+    #: auto (Haiku with a key, offline without), haiku or offline.
+    extractor: str = field(default="auto", metadata=_check(choices=("auto", "haiku", "offline")))
+    #: Environment variable holding the Anthropic API key.
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    #: Turns processed per batch.
+    batch_size: int = field(default=5, metadata=_check(1, 1000))
+    #: Seconds before a partial batch is flushed.
+    flush_interval_seconds: float = field(default=5.0, metadata=_check(0.0, 3600.0))
+    #: Jobs held in memory; beyond it the overflow policy applies.
+    max_queue_size: int = field(default=1000, metadata=_check(1, 10_000_000))
+    #: spill (keep on disk, process later) or reject (refuse new jobs loudly).
+    overflow_policy: str = field(default="spill", metadata=_check(choices=("spill", "reject")))
+    #: Attempts before a job becomes a dead letter.
+    max_retries: int = field(default=3, metadata=_check(0, 100))
+    #: First retry delay; doubles each attempt.
+    retry_backoff_seconds: float = field(default=2.0, metadata=_check(0.0, 3600.0))
+    #: Use a spaCy pipeline for NER when installed: auto, always or never.
+    spacy: str = field(default="auto", metadata=_check(choices=("auto", "always", "never")))
+    #: spaCy pipeline name.
+    spacy_model: str = "en_core_web_sm"
+
+
+@dataclass(frozen=True)
+class CompactionConfig:
+    """Compaction strategy (Claude Code hooks and server-side compaction)."""
+
+    #: Proactive compaction at this share of the context window (%).
+    proactive_threshold_pct: int = field(default=60, metadata=_check(1, 100))
+    #: Context window size used for the proactive threshold.
+    context_window_tokens: int = field(default=200_000, metadata=_check(1000, 10_000_000))
+    #: Custom compaction instructions (preserve / discard).
+    instructions: str = DEFAULT_COMPACTION_INSTRUCTIONS
+    #: Use server-side compaction when dexai controls the API loop.
+    use_server_side: bool = True
+    #: Input tokens that trigger server-side compaction.
+    server_side_trigger_tokens: int = field(default=80_000, metadata=_check(1000, 10_000_000))
+    #: Pause after compaction so memory can be re-injected.
+    pause_after_compaction: bool = True
+    #: Similarity under which a message counts as a topic shift.
+    topic_shift_threshold: float = field(default=0.4, metadata=_check(0.0, 1.0))
+    #: Minutes of inactivity that make an idle-compaction opportunity.
+    idle_minutes: float = field(default=5.0, metadata=_check(0.0, 1440.0))
+
+
+@dataclass(frozen=True)
+class AutoRecallConfig:
+    """L2 -> L1 injection on each user prompt."""
+
+    enabled: bool = True
+    #: At most this many memories per injection.
+    max_memories: int = field(default=5, metadata=_check(0, 100))
+    #: At most this many tokens for the whole injected block.
+    max_tokens: int = field(default=800, metadata=_check(50, 100_000))
+    #: Minimum relevance (0-1) for a memory to be injected.
+    relevance_threshold: float = field(default=0.6, metadata=_check(0.0, 1.0))
+    #: Skip recall when the prompt clearly continues the current topic.
+    skip_on_continuation: bool = True
+
+
+@dataclass(frozen=True)
+class L1BlockConfig:
+    """Token budget of each section of the L1 memory block (seed 001 section 8)."""
+
+    profile_tokens: int = field(default=150, metadata=_check(0, 10_000))
+    memories_tokens: int = field(default=500, metadata=_check(0, 10_000))
+    commitments_tokens: int = field(default=200, metadata=_check(0, 10_000))
+    session_tokens: int = field(default=150, metadata=_check(0, 10_000))
+    #: Commitments due within this many days are shown.
+    commitments_due_days: int = field(default=7, metadata=_check(0, 3650))
+
+
+@dataclass(frozen=True)
+class ConsolidationConfig:
+    """Cold path: L2 clusters merged into L3 abstracts."""
+
+    enabled: bool = True
+    interval_hours: float = field(default=24.0, metadata=_check(0.001, 24 * 365))
+    #: Preferred local hour (0-23) for the daily run.
+    preferred_hour: int = field(default=3, metadata=_check(0, 23))
+    min_cluster_size: int = field(default=3, metadata=_check(2, 1000))
+    cluster_similarity: float = field(default=0.85, metadata=_check(0.0, 1.0))
+    min_age_days: float = field(default=7.0, metadata=_check(0.0, 3650.0))
+    consolidation_model: str = DEFAULT_MODEL
+    #: Session notes accumulated in a session before Stop schedules a consolidation.
+    min_new_notes: int = field(default=10, metadata=_check(1, 100_000))
+
+
+@dataclass(frozen=True)
+class SupersessionConfig:
+    """ADD / UPDATE / SUPERSEDE / NOOP classification of new notes."""
+
+    enabled: bool = True
+    comparison_top_k: int = field(default=10, metadata=_check(1, 100))
+    classification_model: str = DEFAULT_MODEL
+    #: Keep superseded memories (archive) instead of deleting them.
+    archive_superseded: bool = True
+
+
+def _default_retention() -> dict[str, int | None]:
+    return {
+        "FACT": None,
+        "PREFERENCE": None,
+        "INSIGHT": None,
+        "RELATIONSHIP": None,
+        "COMMITMENT": None,
+        "EVENT": 90,
+        "TASK": 30,
+        "SESSION_NOTE": 7,
+        "SNAPSHOT": 7,
+        "TRANSCRIPT": None,
+    }
+
+
+@dataclass(frozen=True)
+class HooksConfig:
+    """Claude Code / Agent SDK hooks."""
+
+    enabled: bool = True
+    #: Inject memory into subagents too.
+    subagents: bool = False
+    #: Project directories (or names) where memory is switched off.
+    disabled_projects: tuple[str, ...] = ()
+    #: Seconds a command hook waits for the daemon before falling back.
+    daemon_timeout_seconds: float = field(default=0.08, metadata=_check(0.0, 60.0))
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    """The background memory daemon."""
+
+    #: Unix socket file name inside the data directory.
+    socket_filename: str = "daemon.sock"
+    #: Seconds between health checks.
+    health_interval_seconds: float = field(default=60.0, metadata=_check(0.1, 86_400.0))
+
+
+@dataclass(frozen=True)
+class Mem0Config:
+    """The Mem0 provider (``pip install dexai-memory[mem0]``)."""
+
+    collection: str = "dexai_memory"
+    #: Directory of Mem0's on-disk vector store; empty = <home>/mem0.
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class ZepConfig:
+    """The Zep provider (``pip install dexai-memory[zep]``)."""
+
+    api_key_env: str = "ZEP_API_KEY"
+    #: Base URL of the Zep API; empty = the SDK's default (Zep Cloud).
+    base_url: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of dexai-memory. Build with :func:`load_settings`."""
+
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    auto_recall: AutoRecallConfig = field(default_factory=AutoRecallConfig)
+    l1_block: L1BlockConfig = field(default_factory=L1BlockConfig)
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+    supersession: SupersessionConfig = field(default_factory=SupersessionConfig)
+    #: Days before a valid memory of each type is archived (null = forever).
+    retention: Mapping[str, int | None] = field(default_factory=_default_retention)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    mem0: Mem0Config = field(default_factory=Mem0Config)
+    zep: ZepConfig = field(default_factory=ZepConfig)
+    #: The data directory these settings were loaded for.
+    home: Path = field(default_factory=home_dir)
+
+    @property
+    def db_path(self) -> Path:
+        """The native provider's SQLite file."""
+        return self.home / self.storage.db_filename
+
+    @property
+    def socket_path(self) -> Path:
+        """The daemon's Unix socket."""
+        return self.home / self.daemon.socket_filename
+
+    def with_home(self, home: Path) -> Settings:
+        """A copy bound to another data directory."""
+        return dataclasses.replace(self, home=Path(home))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _convert(value: Any, hint: Any, key: str, path: str, meta: Mapping[str, Any]) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(value, args[0], key, path, meta)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"expected true or false, got {value!r}", path=path, key=key)
+        return value
+    if hint in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"expected a number, got {value!r}", path=path, key=key)
+        if hint is int and (not isinstance(value, int)):
+            if float(value).is_integer():
+                value = int(value)
+            else:
+                raise ConfigError(f"expected a whole number, got {value!r}", path=path, key=key)
+        value = hint(value)
+        lo, hi = meta.get("min"), meta.get("max")
+        if lo is not None and value < lo:
+            raise ConfigError(f"must be >= {lo}, got {value}", path=path, key=key)
+        if hi is not None and value > hi:
+            raise ConfigError(f"must be <= {hi}, got {value}", path=path, key=key)
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"expected a string, got {value!r}", path=path, key=key)
+        choices = meta.get("choices") or ()
+        if choices and value not in choices:
+            raise ConfigError(f"must be one of {', '.join(choices)}; got {value!r}", path=path, key=key)
+        return value
+    if origin is tuple:
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise ConfigError(f"expected a list, got {value!r}", path=path, key=key)
+        return tuple(str(v) for v in value)
+    return value
+
+
+def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"expected a mapping, got {data!r}", path=path, key=prefix or None)
+    hints = typing.get_type_hints(cls)
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if key not in names or key == "home":
+            known = ", ".join(n for n in names if n != "home")
+            raise ConfigError(f"unknown key (known keys: {known})", path=path, key=dotted)
+        f = names[key]
+        hint = hints[key]
+        current = getattr(base, key)
+        if dataclasses.is_dataclass(hint):
+            changes[key] = _build(hint, value or {}, dotted, path, current)
+        elif key == "retention":
+            changes[key] = _retention(value, dotted, path, current)
+        else:
+            changes[key] = _convert(value, hint, dotted, path, f.metadata)
+    return dataclasses.replace(base, **changes)
+
+
+def _retention(value: Any, key: str, path: str, current: Mapping[str, int | None]) -> dict[str, int | None]:
+    from .models import MemoryType  # local: models imports errors only
+
+    if not isinstance(value, Mapping):
+        raise ConfigError("expected a mapping of memory type to days (or null)", path=path, key=key)
+    out = dict(current)
+    for type_name, days in value.items():
+        name = str(type_name).upper()
+        if name not in MemoryType.__members__:
+            raise ConfigError(f"unknown memory type {type_name!r}", path=path, key=f"{key}.{type_name}")
+        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 0):
+            raise ConfigError(f"expected whole days >= 0 or null, got {days!r}", path=path, key=f"{key}.{type_name}")
+        out[name] = days
+    return out
+
+
+def default_config_text() -> str:
+    """The packaged ``memory.yaml`` as text."""
+    return resources.files("dexai_memory.args").joinpath("memory.yaml").read_text(encoding="utf-8")
+
+
+def _read_yaml(path: Path) -> Mapping[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file: {exc.strerror}", path=str(path)) from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", path=str(path)) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("the top level must be a mapping of sections", path=str(path))
+    return data
+
+
+def load_settings(path: str | Path | None = None, *, home: str | Path | None = None) -> Settings:
+    """Load settings: packaged defaults, then ``<home>/memory.yaml``, then ``path``.
+
+    ``home`` overrides the data directory (else :func:`home_dir`). Raises
+    :class:`ConfigError` for unreadable files, unknown keys and bad values.
+    """
+    home_path = Path(home).expanduser() if home else home_dir()
+    settings = Settings(home=home_path)
+    settings = _build(Settings, yaml.safe_load(default_config_text()) or {}, "", "<packaged memory.yaml>", settings)
+    user_file = home_path / "memory.yaml"
+    if user_file.is_file():
+        settings = _build(Settings, _read_yaml(user_file), "", str(user_file), settings)
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise ConfigError("config file not found", path=str(p))
+        settings = _build(Settings, _read_yaml(p), "", str(p), settings)
+    return settings
+
+
+def settings_as_dict(settings: Settings) -> dict[str, Any]:
+    """All settings as plain data (for ``doctor --json`` and the defaults test)."""
+    out = dataclasses.asdict(settings)
+    out.pop("home", None)
+    return out

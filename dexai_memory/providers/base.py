@@ -1,0 +1,366 @@
+"""The provider ABC: everything the rest of dexai-memory needs from a memory store.
+
+Only storage primitives are abstract (:meth:`add`, :meth:`search`, :meth:`get`,
+:meth:`update`, :meth:`delete`, :meth:`list`, :meth:`health_check`,
+:meth:`record_event`, :meth:`events`). The lifecycle operations of seed 001
+section 4.1 (supersede, classify_update, promote, consolidate, session notes,
+context blocks, history, as-of) are concrete methods built on them, so every
+backend gets the same semantics; a backend may override one to use a native
+capability (for example Zep's temporal invalidation).
+
+Every method is scoped by ``user_id``: no call can return or change another
+user's memory. Providers are async context managers (``async with provider:``)
+or use :meth:`start` / :meth:`aclose`.
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
+
+from ..errors import InvalidMemory, MemoryNotFound
+from ..models import (
+    HealthStatus,
+    Memory,
+    MemoryEvent,
+    MemoryType,
+    SearchFilters,
+    SearchResult,
+    Tier,
+    UpdateAction,
+    UpdateDecision,
+    as_utc,
+    utcnow,
+)
+
+#: Fields callers may change through :meth:`MemoryProvider.update`.
+UPDATABLE_FIELDS = frozenset({
+    "content", "project", "type", "importance", "confidence", "mention_count", "tier",
+    "source_ids", "session_id", "valid_from", "valid_until", "superseded_by", "superseded_at",
+    "archived", "pinned", "retrieval_count", "citation_count", "last_accessed", "metadata",
+})
+
+ProgressCallback = Callable[[int], None]
+
+
+class UpdateClassifier(abc.ABC):
+    """Decides ADD / UPDATE / SUPERSEDE / NOOP for a new fact against existing memories."""
+
+    @abc.abstractmethod
+    async def classify(self, new_fact: str, existing: Sequence[Memory]) -> builtins.list[UpdateDecision]:
+        """One decision per existing memory (ADD with memory_id None if ``existing`` is empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One memory of a supersession chain with the events recorded on it."""
+
+    memory: Memory
+    events: tuple[MemoryEvent, ...]
+
+
+class MemoryProvider(abc.ABC):
+    """Async interface of a memory store. See the module docstring."""
+
+    #: Short backend name ("native", "mem0", "zep", "memory").
+    name: str = "base"
+    #: Contract points this backend honours exactly; the contract suite skips the others.
+    capabilities: frozenset[str] = frozenset({"as_of", "history", "hard_delete", "vector_search"})
+
+    def __init__(self) -> None:
+        self.classifier: UpdateClassifier | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Open connections / load resources. Idempotent."""
+
+    async def aclose(self) -> None:
+        """Release resources. Idempotent."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ primitives
+    @abc.abstractmethod
+    async def add(self, memory: Memory) -> Memory:
+        """Store ``memory`` (its id must be new). Returns the stored memory.
+
+        Raises :class:`InvalidMemory` if the id already exists.
+        """
+
+    @abc.abstractmethod
+    async def search(self, query: str, *, user_id: str, filters: SearchFilters | None = None,
+                     limit: int = 10) -> builtins.list[SearchResult]:
+        """Memories of ``user_id`` relevant to ``query``, best first, score in [0, 1].
+
+        Default filters keep valid memories of tiers L1/L2 only; pass
+        ``SearchFilters(tiers=(Tier.L3,))`` for the archive. An empty query
+        returns [].
+        """
+
+    @abc.abstractmethod
+    async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:
+        """The memory ``memory_id`` of ``user_id``. Raises :class:`MemoryNotFound`."""
+
+    @abc.abstractmethod
+    async def update(self, memory_id: str, *, user_id: str, **changes: Any) -> Memory:
+        """Change fields (see ``UPDATABLE_FIELDS``) and return the updated memory.
+
+        Raises :class:`MemoryNotFound`, or :class:`InvalidMemory` for an unknown
+        field or a bad value.
+        """
+
+    @abc.abstractmethod
+    async def delete(self, memory_id: str, *, user_id: str, hard: bool = False) -> bool:
+        """Forget a memory: soft (hidden, recoverable) or hard (erased with its vectors
+        and history). Returns False if there was nothing to delete."""
+
+    @abc.abstractmethod
+    async def list(self, *, user_id: str, filters: SearchFilters | None = None, limit: int = 100,
+                   offset: int = 0) -> builtins.list[Memory]:
+        """Memories of ``user_id`` matching ``filters``, newest first."""
+
+    @abc.abstractmethod
+    async def health_check(self) -> HealthStatus:
+        """Whether the backend works, with details (counts, versions) and problems."""
+
+    @abc.abstractmethod
+    async def record_event(self, event: MemoryEvent, *, user_id: str) -> None:
+        """Append an entry to a memory's history log."""
+
+    @abc.abstractmethod
+    async def events(self, memory_id: str, *, user_id: str) -> builtins.list[MemoryEvent]:
+        """The history log of one memory, oldest first."""
+
+    # ------------------------------------------------------------------ concrete helpers
+    async def add_many(self, memories: Iterable[Memory], *,
+                       progress: ProgressCallback | None = None) -> builtins.list[Memory]:
+        """Store many memories; backends override this to batch. Calls ``progress(n)``."""
+        out = []
+        for memory in memories:
+            out.append(await self.add(memory))
+            if progress:
+                progress(1)
+        return out
+
+    async def count(self, *, user_id: str, filters: SearchFilters | None = None) -> int:
+        """How many memories match (backends override with a cheap count)."""
+        total, offset = 0, 0
+        while True:
+            page = await self.list(user_id=user_id, filters=filters, limit=1000, offset=offset)
+            total += len(page)
+            offset += len(page)
+            if len(page) < 1000:
+                return total
+
+    async def pin(self, memory_id: str, *, user_id: str, pinned: bool = True) -> Memory:
+        """Pin (or unpin) a memory: pinned memories are always in the profile and never archived."""
+        memory = await self.update(memory_id, user_id=user_id, pinned=pinned)
+        await self.record_event(MemoryEvent(memory_id, "PIN" if pinned else "UNPIN", "by request", utcnow()),
+                                user_id=user_id)
+        return memory
+
+    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
+        """Count that these memories were retrieved (injected into context) now."""
+        now = utcnow()
+        for memory_id in memory_ids:
+            try:
+                memory = await self.get(memory_id, user_id=user_id)
+            except MemoryNotFound:
+                continue
+            await self.update(memory_id, user_id=user_id, retrieval_count=memory.retrieval_count + 1,
+                              last_accessed=now)
+
+    # ------------------------------------------------------------------ supersession
+    async def supersede(self, old_id: str, new_content: str | Memory, *, user_id: str,
+                        reason: str = "updated") -> Memory:
+        """Mark ``old_id`` superseded and store its replacement; returns the new memory.
+
+        The old memory is kept (valid_until, superseded_by and superseded_at set;
+        moved to L3 when archived) so history and as-of queries still see it.
+        """
+        old = await self.get(old_id, user_id=user_id)
+        if not old.is_valid:
+            raise InvalidMemory(f"memory {old_id} is not current (already superseded or archived)")
+        now = utcnow()
+        if isinstance(new_content, Memory):
+            if new_content.user_id != user_id:
+                raise InvalidMemory("the replacement belongs to another user")
+            new = new_content.replace(valid_from=new_content.valid_from or now)
+        else:
+            new = Memory(content=new_content, user_id=user_id, project=old.project, type=old.type,
+                         importance=old.importance, confidence=old.confidence, tier=old.tier,
+                         source_ids=old.source_ids, session_id=old.session_id, pinned=old.pinned,
+                         created_at=now, valid_from=now)
+        new = await self.add(new)
+        await self.update(old_id, user_id=user_id, superseded_by=new.id, superseded_at=now, valid_until=now,
+                          tier=Tier.L3)
+        await self.record_event(MemoryEvent(old_id, "SUPERSEDED", reason, now, related_id=new.id), user_id=user_id)
+        await self.record_event(MemoryEvent(new.id, "SUPERSEDES", reason, now, related_id=old_id), user_id=user_id)
+        return new
+
+    async def classify_update(self, new_fact: str, existing: Sequence[Memory]) -> builtins.list[UpdateDecision]:
+        """Classify ``new_fact`` against ``existing`` with :attr:`classifier`.
+
+        Uses the offline classifier of :mod:`dexai_memory.supersession` when no
+        classifier was set (the daemon sets the Haiku one when a key exists).
+        """
+        classifier = self.classifier
+        if classifier is None:
+            from ..supersession import OfflineClassifier
+
+            classifier = self.classifier = OfflineClassifier()
+        return await classifier.classify(new_fact, existing)
+
+    async def apply_decision(self, decision: UpdateDecision, note: Memory) -> Memory | None:
+        """Carry out one classification for ``note``; returns the memory written, or None.
+
+        ADD stores ``note``; UPDATE merges it into the existing memory (content,
+        provenance, mention count); SUPERSEDE replaces the existing memory with
+        ``note``; NOOP counts one more mention and raises confidence. Each
+        action is logged with its reason.
+        """
+        uid = note.user_id
+        now = utcnow()
+        if decision.action is UpdateAction.ADD or decision.memory_id is None:
+            stored = await self.add(note)
+            await self.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
+            return stored
+        old = await self.get(decision.memory_id, user_id=uid)
+        sources = tuple(dict.fromkeys(old.source_ids + note.source_ids))
+        if decision.action is UpdateAction.NOOP:
+            updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
+                                        confidence=min(1.0, round(old.confidence + 0.05, 4)), source_ids=sources,
+                                        importance=max(old.importance, note.importance))
+            await self.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
+                                                details={"duplicate": note.content}), user_id=uid)
+            return updated
+        if decision.action is UpdateAction.UPDATE:
+            content = decision.merged_content or note.content
+            updated = await self.update(old.id, user_id=uid, content=content, source_ids=sources,
+                                        mention_count=old.mention_count + 1,
+                                        importance=max(old.importance, note.importance))
+            await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
+                                                details={"before": old.content, "after": content}), user_id=uid)
+            return updated
+        return await self.supersede(old.id, note.replace(source_ids=sources), user_id=uid, reason=decision.reason)
+
+    # ------------------------------------------------------------------ tiers
+    async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:
+        """Move a memory to another tier (L1 pinned context, L2 search, L3 archive)."""
+        tier = Tier.parse(target_tier)
+        memory = await self.update(memory_id, user_id=user_id, tier=tier)
+        await self.record_event(MemoryEvent(memory_id, "PROMOTE", f"moved to {tier.value}", utcnow()),
+                                user_id=user_id)
+        return memory
+
+    async def consolidate(self, memory_ids: Sequence[str], summary: str, *, user_id: str,
+                          type: MemoryType = MemoryType.INSIGHT, reason: str = "consolidated") -> Memory:
+        """Merge memories into one L3 abstract that keeps every source id.
+
+        The originals are marked superseded by the abstract (never deleted).
+        Returns the abstract.
+        """
+        if not memory_ids:
+            raise InvalidMemory("consolidate needs at least one memory id")
+        originals = [await self.get(mid, user_id=user_id) for mid in memory_ids]
+        now = utcnow()
+        sources = tuple(dict.fromkeys(s for m in originals for s in (m.source_ids or (m.id,))))
+        abstract = await self.add(Memory(
+            content=summary, user_id=user_id, project=originals[0].project, type=type,
+            importance=max(m.importance for m in originals),
+            confidence=max(m.confidence for m in originals), tier=Tier.L3, source_ids=sources,
+            mention_count=sum(m.mention_count for m in originals), created_at=now, valid_from=now,
+            metadata={"consolidated_from": [m.id for m in originals],
+                      "consolidated_from_count": len(originals), "consolidated_at": now.isoformat()},
+        ))
+        for m in originals:
+            await self.update(m.id, user_id=user_id, superseded_by=abstract.id, superseded_at=now, valid_until=now,
+                              tier=Tier.L3)
+            await self.record_event(MemoryEvent(m.id, "CONSOLIDATED", reason, now, related_id=abstract.id),
+                                    user_id=user_id)
+        await self.record_event(MemoryEvent(abstract.id, "CONSOLIDATES", reason, now,
+                                            details={"from": [m.id for m in originals]}), user_id=user_id)
+        return abstract
+
+    # ------------------------------------------------------------------ session notes
+    async def add_session_note(self, content: str, *, user_id: str, session_id: str, importance: int = 5,
+                               metadata: dict[str, Any] | None = None, source_ids: Sequence[str] = (),
+                               project: str | None = None) -> Memory:
+        """Store a session-scoped note (type SESSION_NOTE) for later consolidation."""
+        return await self.add(Memory(content=content, user_id=user_id, session_id=session_id, project=project,
+                                     type=MemoryType.SESSION_NOTE, importance=importance,
+                                     metadata=metadata or {}, source_ids=tuple(source_ids)))
+
+    async def get_session_notes(self, session_id: str, *, user_id: str) -> builtins.list[Memory]:
+        """All session notes of ``session_id``, newest first."""
+        return await self.list(user_id=user_id, filters=SearchFilters(session_id=session_id,
+                                                                       types=(MemoryType.SESSION_NOTE,)),
+                               limit=10_000)
+
+    # ------------------------------------------------------------------ context
+    async def build_context_block(self, user_id: str, current_query: str | None = None, max_tokens: int = 1000,
+                                  *, project: str | None = None) -> str:
+        """A condensed memory block for L1 injection (profile, relevant memories,
+        commitments, session state), fenced as data, within ``max_tokens``."""
+        from ..block import build_block
+
+        return await build_block(self, user_id=user_id, query=current_query, max_tokens=max_tokens,
+                                 project=project)
+
+    # ------------------------------------------------------------------ time
+    async def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEntry]:
+        """The supersession chain through ``memory_id``, oldest first, with each
+        memory's events (decisions and their reasons)."""
+        start = await self.get(memory_id, user_id=user_id, include_deleted=True)
+        chain: builtins.list[Memory] = [start]
+        seen = {start.id}
+        # walk back: memories superseded by the first of the chain
+        while True:
+            before = await self._superseded_by(chain[0].id, user_id)
+            before = [m for m in before if m.id not in seen]
+            if not before:
+                break
+            for m in before:
+                seen.add(m.id)
+            chain[:0] = sorted(before, key=lambda m: m.created_at)
+        # walk forward
+        while chain[-1].superseded_by and chain[-1].superseded_by not in seen:
+            try:
+                nxt = await self.get(chain[-1].superseded_by, user_id=user_id, include_deleted=True)
+            except MemoryNotFound:
+                break
+            seen.add(nxt.id)
+            chain.append(nxt)
+        return [HistoryEntry(m, tuple(await self.events(m.id, user_id=user_id))) for m in chain]
+
+    async def _superseded_by(self, memory_id: str, user_id: str) -> builtins.list[Memory]:
+        """Memories whose ``superseded_by`` is ``memory_id`` (backends may override)."""
+        out, offset = [], 0
+        while True:
+            page = await self.list(user_id=user_id, filters=SearchFilters(valid_only=False, include_archived=True),
+                                   limit=1000, offset=offset)
+            out.extend(m for m in page if m.superseded_by == memory_id)
+            offset += len(page)
+            if len(page) < 1000:
+                return out
+
+    async def as_of(self, when: datetime | str, *, user_id: str, query: str | None = None,
+                    filters: SearchFilters | None = None, limit: int = 20) -> builtins.list[Memory]:
+        """What was valid at ``when``: memories whose validity window contains it
+        (superseded ones included), optionally ranked by ``query``."""
+        moment = as_utc(when)
+        base = filters or SearchFilters()
+        f = SearchFilters(project=base.project, types=base.types, tiers=base.tiers, session_id=base.session_id,
+                          valid_only=False, include_archived=True, as_of=moment)
+        if query:
+            return [r.memory for r in await self.search(query, user_id=user_id, filters=f, limit=limit)]
+        return await self.list(user_id=user_id, filters=f, limit=limit)

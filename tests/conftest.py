@@ -1,0 +1,63 @@
+"""Shared fixtures: an isolated data directory per test, and providers for the contract suite."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from dexai_memory.embeddings import Embedder, OnnxMiniLMEmbedder
+from dexai_memory.providers.base import MemoryProvider
+from dexai_memory.providers.native import NativeProvider
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point DEXAI_MEMORY_HOME at a fresh directory and drop API keys from the environment."""
+    home = tmp_path / "dexai-home"
+    monkeypatch.setenv("DEXAI_MEMORY_HOME", str(home))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ZEP_API_KEY", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real offline embedder, loaded once per test session."""
+    return OnnxMiniLMEmbedder()
+
+
+#: Factories of providers the shared contract suite runs against. Other provider
+#: modules' tests register theirs here (name -> async factory taking tmp_path, embedder).
+ProviderFactory = Callable[[Path, Embedder], MemoryProvider]
+PROVIDER_FACTORIES: dict[str, ProviderFactory] = {
+    "native": lambda tmp, emb: NativeProvider(tmp / "memory.db", embedder=emb),
+}
+
+
+def _extra_factories() -> None:
+    """Providers whose optional SDK is installed join the contract suite."""
+    try:
+        from tests.provider_factories import EXTRA_FACTORIES  # written by the provider modules' authors
+    except ImportError:
+        return
+    PROVIDER_FACTORIES.update(EXTRA_FACTORIES)
+
+
+_extra_factories()
+
+
+@pytest.fixture(params=sorted(PROVIDER_FACTORIES))
+async def provider(request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder) -> AsyncIterator[MemoryProvider]:
+    """Every provider under test, started; the contract suite runs once per provider."""
+    instance = PROVIDER_FACTORIES[request.param](tmp_path, embedder)
+    async with instance:
+        yield instance
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: end-to-end tests that drive the real Claude Code CLI")
