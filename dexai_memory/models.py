@@ -304,3 +304,83 @@ class HealthStatus:
     provider: str
     details: Mapping[str, Any] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One conversation turn (or tool result) entering the warm path.
+
+    ``id`` is the turn's stable id (a transcript uuid, a LoCoMo ``dia_id`` such as
+    "D1:3"); it becomes the ``source_ids`` of every memory extracted from it and
+    the idempotency key of the extraction queue.
+    """
+
+    id: str
+    user_id: str
+    content: str
+    role: str = "user"
+    speaker: str | None = None
+    timestamp: datetime | None = None
+    session_id: str | None = None
+    project: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "user_id": self.user_id, "content": self.content, "role": self.role,
+            "speaker": self.speaker, "timestamp": self.timestamp.isoformat() if self.timestamp else None,
+            "session_id": self.session_id, "project": self.project, "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Turn:
+        return cls(
+            id=str(data["id"]), user_id=str(data["user_id"]), content=str(data["content"]),
+            role=str(data.get("role") or "user"), speaker=data.get("speaker"),
+            timestamp=as_utc(data.get("timestamp")), session_id=data.get("session_id"),
+            project=data.get("project"), metadata=dict(data.get("metadata") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Commitment:
+    """A promise or reminder: what, to/with whom, and when (seed 001 section 1.3)."""
+
+    what: str
+    who: str | None = None
+    due_at: datetime | None = None
+    due_text: str | None = None
+    status: str = "open"
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedNote:
+    """A durable statement an extractor found in one or more turns."""
+
+    content: str
+    type: MemoryType = MemoryType.FACT
+    importance: int = 5
+    confidence: float = 0.7
+    source_ids: tuple[str, ...] = ()
+    event_date: str | None = None
+    entities: tuple[str, ...] = ()
+    commitment: Commitment | None = None
+
+    def to_memory(self, *, user_id: str, session_id: str | None = None, project: str | None = None,
+                  created_at: datetime | None = None) -> Memory:
+        """The memory this note would be stored as."""
+        metadata: dict[str, Any] = {}
+        if self.event_date:
+            metadata["event_date"] = self.event_date
+        if self.entities:
+            metadata["entities"] = list(self.entities)
+        if self.commitment:
+            metadata["commitment"] = {
+                "what": self.commitment.what, "who": self.commitment.who,
+                "due_at": self.commitment.due_at.isoformat() if self.commitment.due_at else None,
+                "due_text": self.commitment.due_text, "status": self.commitment.status,
+            }
+        extra: dict[str, Any] = {"created_at": created_at} if created_at else {}
+        return Memory(content=self.content, user_id=user_id, type=self.type, importance=self.importance,
+                      confidence=self.confidence, source_ids=self.source_ids, session_id=session_id,
+                      project=project, metadata=metadata, **extra)

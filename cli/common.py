@@ -1,0 +1,102 @@
+"""Options and helpers shared by the CLI commands.
+
+Every command takes ``--user``, ``--project``, ``--home``, ``--config`` and
+``--json`` through :func:`common_options`; :func:`run` turns our own errors
+into a clean message and exit code 1 (anything else is a bug and keeps its
+traceback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.errors import DexaiMemoryError
+
+T = TypeVar("T")
+DEFAULT_USER_ENV = "DEXAI_MEMORY_USER"
+
+
+def default_user() -> str:
+    """``$DEXAI_MEMORY_USER``, else the login name, else 'default'."""
+    return os.environ.get(DEFAULT_USER_ENV) or os.environ.get("USER") or "default"
+
+
+@dataclass
+class Context:
+    """What every command gets: settings, scope and output mode."""
+
+    settings: Settings
+    user: str
+    project: str | None
+    json: bool
+
+    def emit(self, data: Any, text: str | None = None) -> None:
+        """Print ``data`` as JSON in ``--json`` mode, else ``text`` (or a plain rendering)."""
+        if self.json:
+            click.echo(json.dumps(data, ensure_ascii=False, default=str))
+        elif text is not None:
+            click.echo(text)
+        else:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --user/--project/--home/--config/--json and pass a :class:`Context` as ``ctx``."""
+
+    @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+                  help="A memory.yaml that overrides the defaults and <home>/memory.yaml.")
+    @click.option("--home", type=click.Path(file_okay=False, path_type=Path), envvar="DEXAI_MEMORY_HOME",
+                  help="Data directory (default: $DEXAI_MEMORY_HOME or ~/.local/share/dexai-memory).")
+    @click.option("--project", "-p", default=None, help="Project scope (default: none = all projects).")
+    @click.option("--user", "-u", default=None, help=f"User id (default: ${DEFAULT_USER_ENV} or $USER).")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, user: str | None, project: str | None, home: Path | None, config_path: Path | None,
+                as_json: bool, **kwargs: Any) -> Any:
+        try:
+            settings = load_settings(config_path, home=home)
+        except DexaiMemoryError as exc:
+            fail(str(exc))
+        ctx = Context(settings=settings, user=user or default_user(), project=project, json=as_json)
+        return fn(*args, ctx=ctx, **kwargs)
+
+    return wrapper
+
+
+def fail(message: str, code: int = 1) -> None:
+    """Print ``Error: message`` on stderr and exit with ``code``."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def run(coro: Awaitable[T]) -> T:
+    """Run a coroutine; our own errors become a clean message and exit code 1."""
+    try:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    except DexaiMemoryError as exc:
+        fail(str(exc))
+        raise AssertionError("unreachable") from exc
+
+
+@contextmanager
+def progress(total: int | None, desc: str, *, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+    """A tqdm progress bar on stderr (hidden with --json or when not a terminal); yields ``update(n)``."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="item", disable=not enabled or None, file=sys.stderr, leave=False)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
