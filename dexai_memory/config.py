@@ -365,7 +365,7 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any
         f = names[key]
         hint = hints[key]
         current = getattr(base, key)
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             changes[key] = _build(hint, value or {}, dotted, path, current)
         elif key == "retention":
             changes[key] = _retention(value, dotted, path, current)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
 
-from ..errors import InvalidMemory, MemoryNotFound
+from ..errors import InvalidMemory, MemoryNotFound, ProviderError
 from ..models import (
     HealthStatus,
     Memory,
@@ -75,10 +75,10 @@ class MemoryProvider(abc.ABC):
         self.classifier: UpdateClassifier | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self) -> None:
+    async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Open connections / load resources. Idempotent."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release resources. Idempotent."""
 
     async def __aenter__(self) -> Self:
@@ -167,6 +167,10 @@ class MemoryProvider(abc.ABC):
         await self.record_event(MemoryEvent(memory_id, "PIN" if pinned else "UNPIN", "by request", utcnow()),
                                 user_id=user_id)
         return memory
+
+    async def restore(self, memory_id: str, *, user_id: str) -> Memory:
+        """Undo a soft delete. Raises :class:`ProviderError` where the backend cannot."""
+        raise ProviderError(f"the {self.name} provider cannot restore forgotten memories")
 
     async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
         """Count that these memories were retrieved (injected into context) now."""
@@ -344,7 +348,8 @@ class MemoryProvider(abc.ABC):
 
     async def _superseded_by(self, memory_id: str, user_id: str) -> builtins.list[Memory]:
         """Memories whose ``superseded_by`` is ``memory_id`` (backends may override)."""
-        out, offset = [], 0
+        out: builtins.list[Memory] = []
+        offset = 0
         while True:
             page = await self.list(user_id=user_id, filters=SearchFilters(valid_only=False, include_archived=True),
                                    limit=1000, offset=offset)

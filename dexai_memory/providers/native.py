@@ -304,7 +304,7 @@ class NativeProvider(MemoryProvider):
         await self.db.execute("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
         await self._ensure_vec()
         async with self.db.execute("SELECT rowid, user_id, content FROM memories WHERE deleted = 0") as cur:
-            rows = await cur.fetchall()
+            rows = builtins.list(await cur.fetchall())
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
             vectors = await self.embedder.aembed_batch([r[2] for r in chunk])
@@ -429,6 +429,14 @@ class NativeProvider(MemoryProvider):
             await self.db.execute("ROLLBACK")
             raise
         return True
+
+    async def restore(self, memory_id: str, *, user_id: str) -> Memory:
+        """Undo a soft delete (``forget`` without ``--hard``)."""
+        await self.get(memory_id, user_id=user_id, include_deleted=True)
+        await self.db.execute("UPDATE memories SET deleted = 0, updated_at = ? WHERE id = ? AND user_id = ?",
+                              (ts(utcnow()), memory_id, user_id))
+        await self.record_event(MemoryEvent(memory_id, "RESTORE", "restored by request", utcnow()), user_id=user_id)
+        return await self.get(memory_id, user_id=user_id)
 
     async def record_event(self, event: MemoryEvent, *, user_id: str) -> None:
         await self.db.execute(

@@ -1,0 +1,97 @@
+"""``dexai memory doctor``: each check says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+
+from dexai_memory.config import Settings
+from dexai_memory.errors import DexaiMemoryError
+
+
+@dataclass
+class Check:
+    """One doctor check."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    """Run every check; never raises for a failing check."""
+    checks = [Check("config", True, f"loaded (data dir {settings.home}, provider {settings.storage.provider})")]
+    home = settings.home
+    if home.exists() and not os.access(home, os.W_OK):
+        checks.append(Check("data dir", False, f"{home} is not writable", f"chmod u+w {home} or set DEXAI_MEMORY_HOME"))
+    else:
+        checks.append(Check("data dir", True, f"{home}" + ("" if home.exists() else " (created on first write)")))
+    try:
+        import sqlean
+        import sqlite_vec
+
+        conn = sqlean.connect(":memory:")
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        conn.close()
+        checks.append(Check("sqlite-vec", True, f"{version} loads through sqlean {sqlean.sqlite_version}"))
+    except Exception as exc:  # report whatever the loader raised
+        checks.append(Check("sqlite-vec", False, f"cannot load: {exc}", "pip install --force-reinstall sqlite-vec sqlean-py"))
+    if settings.embedding.backend == "none":
+        checks.append(Check("embedder", True, "none: BM25-only search (embedding.backend: none)"))
+    else:
+        try:
+            from dexai_memory.embeddings import make_embedder
+
+            emb = make_embedder(settings.embedding)
+            assert emb is not None
+            vec = emb.embed("doctor check")
+            checks.append(Check("embedder", True, f"{emb.model_id}, {len(vec)} dimensions"))
+        except DexaiMemoryError as exc:
+            checks.append(Check("embedder", False, str(exc), "pip install --force-reinstall dexai-memory, or set "
+                                "embedding.backend: none for BM25-only search"))
+    checks.append(await _provider_check(settings))
+    checks.extend(_queue_checks(settings))
+    key = settings.extraction.api_key_env
+    extractor = settings.extraction.extractor
+    uses_haiku = extractor == "haiku" or (extractor == "auto" and os.environ.get(key))
+    checks.append(Check("extractor", not (extractor == "haiku" and not os.environ.get(key)),
+                        f"{'Claude Haiku (' + settings.extraction.extraction_model + ')' if uses_haiku else 'offline'}"
+                        f" ({key} {'set' if os.environ.get(key) else 'not set'})",
+                        f"export {key}=... or set extraction.extractor: offline"))
+    return checks
+
+
+async def _provider_check(settings: Settings) -> Check:
+    from dexai_memory.providers import make_provider
+
+    name = f"provider ({settings.storage.provider})"
+    try:
+        async with make_provider(settings) as provider:
+            status = await provider.health_check()
+    except DexaiMemoryError as exc:
+        fix = "move the file aside and restore a backup (memory.db.bak-*)" if "SQLite" in str(exc) else ""
+        return Check(name, False, str(exc), fix)
+    detail = ", ".join(f"{k} {v}" for k, v in status.details.items() if k in ("memories", "users", "schema_version",
+                                                                                 "sqlite_vec", "vector_search", "path"))
+    return Check(name, status.healthy, detail or "healthy", "; ".join(status.problems))
+
+
+def _queue_checks(settings: Settings) -> list[Check]:
+    path = settings.home / "queue.db"
+    if not path.exists():
+        return [Check("extraction queue", True, "empty (no queue.db yet)")]
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        dead = conn.execute("SELECT COUNT(*) FROM dead_letters").fetchone()[0] if "dead_letters" in tables else 0
+        conn.close()
+    except sqlite3.Error as exc:
+        return [Check("extraction queue", False, f"{path}: {exc}", "move queue.db aside; pending turns in it are kept")]
+    if dead:
+        return [Check("extraction queue", False, f"{dead} failed extraction(s) kept as dead letters",
+                      "dexai memory retry  (replays them)")]
+    return [Check("extraction queue", True, "no dead letters")]
