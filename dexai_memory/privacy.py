@@ -1,0 +1,103 @@
+"""Keeping private text and secrets out of memory.
+
+:func:`redact` runs on every turn before an extractor stores anything or sends
+it to a model:
+
+* everything inside ``<private>...</private>`` is dropped (an unclosed
+  ``<private>`` drops the rest of the text);
+* obvious secrets are replaced by ``[redacted]``: Anthropic, OpenAI, AWS,
+  GitHub, Slack, Stripe and Google API keys, bearer tokens, JWTs, private
+  key blocks, ``password: ...`` / ``passwd=...`` / ``api_key=...`` values,
+  and long high-entropy tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+__all__ = ["REDACTED", "contains_secret", "redact"]
+
+#: What a secret is replaced with.
+REDACTED = "[redacted]"
+
+_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.I | re.S)
+_STRAY_TAG = re.compile(r"</?private>", re.I)
+
+_SECRETS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+               re.S),
+    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),                  # Anthropic
+    re.compile(r"\bsk-(?:proj-|svcacct-|None-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI
+    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),   # AWS access key id
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),               # GitHub tokens
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),              # Slack
+    re.compile(r"\bxapp-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b"),      # Stripe
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),                    # Google API key
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),  # JWT
+)
+#: Keep the label, redact the value: "password: hunter2", "Bearer abc...", "aws_secret_access_key = ...".
+_LABELLED = re.compile(
+    r"(?P<label>\b(?:bearer|authorization:\s*bearer)\s+|"
+    r"\b(?:password|passwd|pwd|passphrase|passcode|pin code|secret|client[_ ]secret|api[_ -]?key|access[_ ]token|"
+    r"auth[_ ]token|token|aws_secret_access_key|private[_ ]key)\b[\"']?\s*(?P<sep>[:=]|\bis\b)\s*[\"']?)"
+    r"(?P<value>[^\s\"',;]+)",
+    re.I,
+)
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-=.]{32,}")
+
+
+def _entropy(token: str) -> float:
+    counts = Counter(token)
+    n = len(token)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    """A long token mixing upper case, lower case and digits with high entropy (not a word, path or hash)."""
+    stripped = token.strip(".=")
+    if len(stripped) < 32 or "/" in stripped and stripped.count("/") > 2:
+        return False
+    classes = sum((any(c.islower() for c in stripped), any(c.isupper() for c in stripped),
+                   any(c.isdigit() for c in stripped)))
+    return classes == 3 and _entropy(stripped) >= 4.0
+
+
+_PASSWORD_LABEL = re.compile(r"\b(?:password|passwd|pwd|passphrase|passcode|pin code)\b", re.I)
+
+
+def _label_value(m: re.Match[str]) -> str:
+    value = m.group("value")
+    if value == REDACTED:
+        return m.group(0)
+    if not _PASSWORD_LABEL.search(m.group("label")):
+        # "the token is great" is prose; "the token is 8f3k..." is a secret
+        if m.group("sep") and m.group("sep").lower() == "is" and not (
+                any(c.isdigit() for c in value) or len(value) >= 16):
+            return m.group(0)
+        if len(value) < 3 or m.group("label").lower().lstrip().startswith(("bearer", "authorization")) and len(value) < 8:
+            return m.group(0)
+    return m.group("label") + REDACTED
+
+
+def redact(text: str) -> str:
+    """``text`` without private sections and with secrets replaced by ``[redacted]``."""
+    if not text:
+        return text
+    out = _PRIVATE.sub(" ", text)
+    out = _STRAY_TAG.sub("", out)
+    for pattern in _SECRETS:
+        out = pattern.sub(REDACTED, out)
+    out = _LABELLED.sub(_label_value, out)
+    out = _TOKEN.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), out)
+    if out != text:
+        out = re.sub(r"[ \t]{2,}", " ", out).strip()
+    return out
+
+
+def contains_secret(text: str) -> bool:
+    """Whether :func:`redact` would change anything in ``text``."""
+    return redact(text) != text
