@@ -1,0 +1,609 @@
+"""Drive the real Claude Code CLI fully offline (against :mod:`dexai_memory.fakeapi`).
+
+The CLI used is the one bundled with ``claude-agent-sdk``
+(``claude_agent_sdk/_bundled/claude``; version in ``claude.version``), or the
+file named by ``$DEXAI_CLAUDE_BINARY``.  Every run gets a throw-away ``HOME``
+so the real ``~/.claude`` is never read or written.
+
+Facts established by experiment (Claude Code 2.1.330, fake API on 127.0.0.1)
+============================================================================
+
+Offline, non-interactive invocation
+    ``claude -p PROMPT --output-format json --permission-mode bypassPermissions``
+    with env ``HOME=<tmp>``, ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT``,
+    ``ANTHROPIC_API_KEY=<anything>`` and
+    ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``.  The only network traffic
+    is then ``POST /v1/messages?beta=true`` to the base URL (always
+    ``"stream": true``, ``x-api-key`` header, ``user-agent: claude-cli/<ver>``,
+    ``x-claude-code-session-id`` header).  A ``-p "hello"`` round trip takes
+    about 1 s.  As root, bypass mode (``--permission-mode bypassPermissions``
+    or ``--dangerously-skip-permissions``) exits 1 with "cannot be used with
+    root/sudo privileges" unless ``IS_SANDBOX=1`` is set; this module sets it.
+    ``--output-format json`` prints one ``result`` object (``session_id``,
+    ``result`` text, ``usage``, ``is_error``, ``num_turns``; a slash command
+    such as ``/compact`` adds ``"local_command": "compact"`` and has
+    ``num_turns: 0``).  ``--output-format stream-json`` needs ``--verbose``
+    and emits ``system/hook_started``, ``system/hook_response``,
+    ``system/init``, ``assistant`` ... ``result`` lines.
+
+Request shape
+    ``system`` is a list of text blocks (billing header, "You are a Claude
+    agent...", the main prompt).  ``messages[0]`` is the user turn (a
+    ``<system-reminder>`` text block, then the prompt).  After each user turn
+    the CLI appends a ``{"role": "system", "content": ...}`` message holding
+    environment info *and hook context*.  The CLI never uses the server-side
+    ``compact_20260112`` edit (its ``context_management`` only carries
+    ``clear_thinking_20251015``).
+
+Hooks (``--settings '{"hooks": {...}}'`` and ``--plugin-dir DIR``)
+    Shape: ``{"hooks": {"SessionStart": [{"matcher": "...", "hooks":
+    [{"type": "command", "command": "...", "timeout": 30}]}]}}`` (matcher
+    optional).  A plugin is a directory with ``.claude-plugin/plugin.json``
+    (``{"name": "kebab-name", "version": ..., "description": ...}``) and
+    ``hooks/hooks.json`` (same ``{"hooks": {...}}`` shape); its commands see
+    ``CLAUDE_PLUGIN_ROOT`` (``${CLAUDE_PLUGIN_ROOT}`` is expanded; quote it).
+    Settings hooks and plugin hooks both run, per event.  Hooks get JSON on
+    stdin with ``session_id``, ``transcript_path``
+    (``$HOME/.claude/projects/<cwd-slug>/<session>.jsonl``), ``cwd``,
+    ``hook_event_name`` plus:
+
+    * SessionStart: ``source`` = ``startup`` | ``resume`` | ``compact``
+      (``resume`` adds ``context_tokens``; ``compact`` adds ``model``);
+    * UserPromptSubmit: ``prompt``, ``prompt_id``, ``permission_mode``;
+    * PreCompact: ``trigger`` = ``manual`` | ``auto``, ``custom_instructions``
+      (the text after ``/compact``, or ``null``);
+    * PostCompact: ``trigger``, ``compact_summary`` (the model's full
+      ``<analysis>...<summary>...`` reply);
+    * Stop: ``last_assistant_message``, ``stop_hook_active``;
+      SessionEnd: ``reason`` (``other`` in ``-p`` mode).
+
+    Env seen by hooks: ``CLAUDE_PROJECT_DIR``, ``CLAUDE_CODE_SESSION_ID``,
+    ``CLAUDE_ENV_FILE`` (SessionStart only), ``CLAUDECODE=1``.
+
+Where ``additionalContext`` lands
+    Printing ``{"hookSpecificOutput": {"hookEventName": "SessionStart",
+    "additionalContext": "X"}}`` makes the next request carry a
+    ``role: "system"`` message whose text contains
+    ``"SessionStart hook additional context: X"`` (several hooks: the first
+    is prefixed, the others follow on their own lines).  UserPromptSubmit
+    context appears as ``"UserPromptSubmit hook additional context: X"`` in
+    the system message after that user turn.  The messages stay in the
+    transcript, so later requests of the session repeat them.
+
+Manual compaction (``--resume SID -p "/compact INSTRUCTIONS"``)
+    Order: SessionStart(resume) -> PreCompact(trigger=manual,
+    custom_instructions=INSTRUCTIONS) -> one ordinary streaming
+    ``/v1/messages`` request (same system prompt and tools) whose last user
+    message is the summarization prompt ("CRITICAL: Respond with TEXT ONLY
+    ... an <analysis> block followed by a <summary> block", with the
+    instructions embedded) -> SessionStart(source=compact) -> PostCompact ->
+    SessionEnd.  The next turn's first user message is "This session is being
+    continued from a previous conversation ... Summary:\\n<text inside
+    <summary>>"; the original turns are gone from the request.
+    SessionStart(compact) context shows up in the system message after the
+    next user prompt.  ~1.5 s.
+
+Auto-compaction
+    Window: ``--autocompact TOKENS`` (at least 100000) or env
+    ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``; ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``
+    lowers the threshold; ``DISABLE_AUTO_COMPACT`` / ``DISABLE_COMPACT`` turn
+    it off.  With ``--autocompact 100000`` the effective window is 80000 and
+    the threshold 67000 tokens.  Trigger recipe: turn 1 normal (establishes a
+    ~4.4k-token fixed prefix), turn 2 replies with ``usage.input_tokens =
+    90000``, turn 3 (``--resume``) runs PreCompact(trigger=auto,
+    custom_instructions=null) -> compaction request -> SessionStart(compact)
+    -> PostCompact(auto) before sending its own request.  Reporting 90000 on
+    the very first turn does *not* compact ("fixed prefix > threshold —
+    compaction cannot help").  Auto-compaction keeps the most recent messages
+    verbatim after the summary.
+
+Plugin validation
+    ``claude plugin validate DIR [--json] [--strict]``: exit 0 when valid
+    (warnings allowed), 1 on errors (e.g. a name with spaces) or, with
+    ``--strict``, on warnings (missing ``author``, unquoted
+    ``${CLAUDE_PLUGIN_ROOT}``, unknown hook event names).  ``--json`` prints
+    ``{"success", "manifest": {"errors", "warnings"}, "contents": [...],
+    "provides": {"hooks": [...]}, ...}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DUMMY_API_KEY",
+    "ClaudeBinaryNotFound",
+    "ClaudeResult",
+    "ClaudeRun",
+    "ClaudeTimeout",
+    "PluginValidation",
+    "arun_claude",
+    "build_args",
+    "build_env",
+    "claude_binary",
+    "claude_version",
+    "command_hooks",
+    "run_claude",
+    "validate_plugin",
+]
+
+#: API key handed to the CLI; the fake server accepts anything.
+DUMMY_API_KEY = "sk-ant-offline-dexai-0000"
+
+#: Environment variable naming a Claude Code binary to use instead of the bundled one.
+BINARY_ENV = "DEXAI_CLAUDE_BINARY"
+
+# Inherited variables that could point the CLI at real accounts, real config
+# or a parent Claude Code session; they are dropped from the child env.
+_SCRUBBED_PREFIXES = ("ANTHROPIC_", "CLAUDE", "AWS_BEARER_TOKEN_BEDROCK")
+_SCRUBBED_NAMES = frozenset(
+    {"IS_SANDBOX", "DISABLE_AUTO_COMPACT", "DISABLE_COMPACT", "XDG_CONFIG_HOME"}
+)
+
+
+class ClaudeBinaryNotFound(FileNotFoundError):
+    """The Claude Code CLI could not be located."""
+
+
+class ClaudeTimeout(TimeoutError):
+    """The CLI did not finish in time (it and its hook processes were killed)."""
+
+    def __init__(self, args: Sequence[str], timeout: float, stdout: str, stderr: str) -> None:
+        super().__init__(f"claude did not finish within {timeout:g}s: {' '.join(args[:3])} ...")
+        self.args_list = list(args)
+        self.timeout = timeout
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def claude_binary() -> Path:
+    """Path of the Claude Code CLI: ``$DEXAI_CLAUDE_BINARY`` or the SDK-bundled one."""
+    override = os.environ.get(BINARY_ENV)
+    if override:
+        path = Path(override)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ClaudeBinaryNotFound(f"${BINARY_ENV}={override} is not an executable file")
+        return path
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ClaudeBinaryNotFound(
+            "claude-agent-sdk is not installed, so there is no bundled Claude Code CLI; "
+            f"`pip install claude-agent-sdk` or set ${BINARY_ENV}"
+        )
+    for location in spec.submodule_search_locations:
+        path = Path(location) / "_bundled" / "claude"
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise ClaudeBinaryNotFound(
+        "claude-agent-sdk is installed without its bundled CLI (_bundled/claude); "
+        f"install a platform wheel of claude-agent-sdk or set ${BINARY_ENV}"
+    )
+
+
+def claude_version() -> str:
+    """Version string of the CLI, e.g. ``"2.1.330"``."""
+    bundled = claude_binary().with_name("claude.version")
+    if bundled.is_file():
+        return bundled.read_text().split()[0]
+    out = subprocess.run(
+        [str(claude_binary()), "--version"], capture_output=True, text=True, timeout=30, check=True
+    )
+    return out.stdout.split()[0]
+
+
+def build_env(home: Path, base_url: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for an offline CLI run: scrubbed parent env + fake-API settings."""
+    child = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_SCRUBBED_PREFIXES) and k not in _SCRUBBED_NAMES
+    }
+    child.update(
+        HOME=str(home),
+        ANTHROPIC_BASE_URL=base_url,
+        ANTHROPIC_API_KEY=DUMMY_API_KEY,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1",
+    )
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        # Claude Code refuses bypassPermissions as root outside a sandbox.
+        child["IS_SANDBOX"] = "1"
+    if env:
+        child.update(env)
+    return child
+
+
+def build_args(
+    prompt: str,
+    *,
+    plugin_dirs: Sequence[Path | str] = (),
+    settings: Mapping[str, Any] | None = None,
+    resume: str | None = None,
+    session_id: str | None = None,
+    autocompact: int | None = None,
+    output_format: str = "json",
+    permission_mode: str = "bypassPermissions",
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """Command-line arguments (without the binary) for one ``-p`` run."""
+    args = ["-p", prompt, "--output-format", output_format, "--permission-mode", permission_mode]
+    if output_format == "stream-json":
+        args.append("--verbose")
+    for plugin_dir in plugin_dirs:
+        args += ["--plugin-dir", str(plugin_dir)]
+    if settings is not None:
+        args += ["--settings", json.dumps(settings)]
+    if resume is not None:
+        args += ["--resume", resume]
+    if session_id is not None:
+        args += ["--session-id", session_id]
+    if autocompact is not None:
+        args += ["--autocompact", str(autocompact)]
+    args += list(extra_args)
+    return args
+
+
+def command_hooks(
+    commands: Mapping[str, str | Sequence[str]],
+    *,
+    matcher: str | None = None,
+    timeout: int | None = None,
+) -> dict[str, Any]:
+    """Build ``{"hooks": {...}}`` settings from ``{event: command(s)}``.
+
+    >>> command_hooks({"SessionStart": "echo hi"})["hooks"]["SessionStart"][0]["hooks"][0]
+    {'type': 'command', 'command': 'echo hi'}
+    """
+    hooks: dict[str, Any] = {}
+    for event, cmds in commands.items():
+        entries = []
+        for cmd in [cmds] if isinstance(cmds, str) else cmds:
+            hook: dict[str, Any] = {"type": "command", "command": cmd}
+            if timeout is not None:
+                hook["timeout"] = timeout
+            entries.append(hook)
+        group: dict[str, Any] = {"hooks": entries}
+        if matcher is not None:
+            group["matcher"] = matcher
+        hooks[event] = [group]
+    return {"hooks": hooks}
+
+
+@dataclass(frozen=True)
+class ClaudeResult:
+    """Outcome of one CLI run."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration: float
+    result: dict[str, Any] | None
+    """The ``type: "result"`` object (``None`` if the CLI printed none)."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """Every JSON line of stdout (one for ``json``, many for ``stream-json``)."""
+
+    @property
+    def session_id(self) -> str | None:
+        if self.result and isinstance(self.result.get("session_id"), str):
+            return str(self.result["session_id"])
+        for message in self.messages:
+            if isinstance(message.get("session_id"), str):
+                return str(message["session_id"])
+        return None
+
+    @property
+    def text(self) -> str:
+        """The final assistant text (``result.result``)."""
+        value = (self.result or {}).get("result")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and self.result is not None and not self.result.get("is_error")
+
+    def check(self) -> ClaudeResult:
+        """Return ``self`` or raise ``RuntimeError`` with stderr when the run failed."""
+        if not self.ok:
+            raise RuntimeError(
+                f"claude exited {self.returncode}: {self.stderr.strip() or self.stdout.strip()}"
+            )
+        return self
+
+
+def _parse_output(stdout: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    messages: list[dict[str, Any]] = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            messages.append(obj)
+    result = next((m for m in reversed(messages) if m.get("type") == "result"), None)
+    return result, messages
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class ClaudeRun:
+    """Reusable configuration for offline CLI runs; remembers the last session.
+
+    >>> run = ClaudeRun(home=tmp/"home", base_url=api.base_url, cwd=tmp/"proj")  # doctest: +SKIP
+    >>> run("remember PINEAPPLE"); run.resume("/compact")                      # doctest: +SKIP
+    """
+
+    home: Path
+    base_url: str
+    cwd: Path
+    plugin_dirs: Sequence[Path | str] = ()
+    settings: Mapping[str, Any] | None = None
+    autocompact: int | None = None
+    output_format: str = "json"
+    permission_mode: str = "bypassPermissions"
+    extra_args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    timeout: float = 120.0
+    last_session_id: str | None = None
+
+    def command(
+        self,
+        prompt: str,
+        *,
+        resume: str | None = None,
+        session_id: str | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> list[str]:
+        """Full argv (binary first)."""
+        return [
+            str(claude_binary()),
+            *build_args(
+                prompt,
+                plugin_dirs=self.plugin_dirs,
+                settings=self.settings,
+                resume=resume,
+                session_id=session_id,
+                autocompact=self.autocompact,
+                output_format=self.output_format,
+                permission_mode=self.permission_mode,
+                extra_args=[*self.extra_args, *extra_args],
+            ),
+        ]
+
+    def _prepare(self) -> dict[str, str]:
+        Path(self.home).mkdir(parents=True, exist_ok=True)
+        Path(self.cwd).mkdir(parents=True, exist_ok=True)
+        return build_env(Path(self.home), self.base_url, self.env)
+
+    def _finish(self, argv: list[str], rc: int, out: str, err: str, t0: float) -> ClaudeResult:
+        result, messages = _parse_output(out)
+        res = ClaudeResult(argv, rc, out, err, time.monotonic() - t0, result, messages)
+        if res.session_id:
+            self.last_session_id = res.session_id
+        return res
+
+    def __call__(
+        self,
+        prompt: str,
+        *,
+        resume: str | None = None,
+        session_id: str | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> ClaudeResult:
+        """Run ``claude -p prompt`` and wait for it."""
+        argv = self.command(prompt, resume=resume, session_id=session_id, extra_args=extra_args)
+        env = self._prepare()
+        t0 = time.monotonic()
+        with subprocess.Popen(
+            argv,
+            cwd=self.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as proc:
+            try:
+                out, err = proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid)
+                out, err = proc.communicate()
+                raise ClaudeTimeout(argv, self.timeout, out or "", err or "") from None
+        return self._finish(argv, proc.returncode, out, err, t0)
+
+    run = __call__
+
+    def resume(self, prompt: str, **kwargs: Any) -> ClaudeResult:
+        """Continue the last session of this runner (``--resume``)."""
+        if self.last_session_id is None:
+            raise RuntimeError("no session to resume yet")
+        return self(prompt, resume=self.last_session_id, **kwargs)
+
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        resume: str | None = None,
+        session_id: str | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> ClaudeResult:
+        """Async :meth:`run` (``asyncio.create_subprocess_exec``)."""
+        argv = self.command(prompt, resume=resume, session_id=session_id, extra_args=extra_args)
+        env = self._prepare()
+        t0 = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=self.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out_b, err_b = await asyncio.wait_for(proc.communicate(), self.timeout)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            _kill_group(proc.pid)
+            out_b, err_b = await proc.communicate()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise ClaudeTimeout(
+                argv, self.timeout, out_b.decode(errors="replace"), err_b.decode(errors="replace")
+            ) from None
+        rc = proc.returncode if proc.returncode is not None else await proc.wait()
+        return self._finish(
+            argv, rc, out_b.decode(errors="replace"), err_b.decode(errors="replace"), t0
+        )
+
+
+def run_claude(
+    prompt: str,
+    *,
+    home: Path,
+    base_url: str,
+    cwd: Path,
+    plugin_dirs: Sequence[Path | str] = (),
+    settings: Mapping[str, Any] | None = None,
+    resume: str | None = None,
+    session_id: str | None = None,
+    autocompact: int | None = None,
+    output_format: str = "json",
+    extra_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,
+) -> ClaudeResult:
+    """Run ``claude -p prompt`` offline against ``base_url`` and wait for it."""
+    runner = ClaudeRun(
+        home=home,
+        base_url=base_url,
+        cwd=cwd,
+        plugin_dirs=plugin_dirs,
+        settings=settings,
+        autocompact=autocompact,
+        output_format=output_format,
+        extra_args=extra_args,
+        env=env,
+        timeout=timeout,
+    )
+    return runner(prompt, resume=resume, session_id=session_id)
+
+
+async def arun_claude(
+    prompt: str,
+    *,
+    home: Path,
+    base_url: str,
+    cwd: Path,
+    plugin_dirs: Sequence[Path | str] = (),
+    settings: Mapping[str, Any] | None = None,
+    resume: str | None = None,
+    session_id: str | None = None,
+    autocompact: int | None = None,
+    output_format: str = "json",
+    extra_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,  # noqa: ASYNC109 - a subprocess deadline, mirrors run_claude
+) -> ClaudeResult:
+    """Async :func:`run_claude`."""
+    runner = ClaudeRun(
+        home=home,
+        base_url=base_url,
+        cwd=cwd,
+        plugin_dirs=plugin_dirs,
+        settings=settings,
+        autocompact=autocompact,
+        output_format=output_format,
+        extra_args=extra_args,
+        env=env,
+        timeout=timeout,
+    )
+    return await runner.arun(prompt, resume=resume, session_id=session_id)
+
+
+@dataclass(frozen=True)
+class PluginValidation:
+    """Result of ``claude plugin validate --json DIR``."""
+
+    returncode: int
+    report: dict[str, Any]
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def errors(self) -> list[str]:
+        return self._collect("errors")
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._collect("warnings")
+
+    def _collect(self, key: str) -> list[str]:
+        sections = [self.report.get("manifest") or {}, *(self.report.get("contents") or [])]
+        return [
+            f"{item.get('path')}: {item.get('message')}"
+            for section in sections
+            for item in section.get(key) or []
+        ]
+
+
+def validate_plugin(
+    plugin_dir: Path | str, *, strict: bool = False, home: Path | None = None, timeout: float = 60
+) -> PluginValidation:
+    """Run ``claude plugin validate --json [--strict] DIR`` with a throw-away HOME."""
+    argv = [str(claude_binary()), "plugin", "validate", "--json"]
+    if strict:
+        argv.append("--strict")
+    argv.append(str(plugin_dir))
+    with tempfile.TemporaryDirectory(prefix="dexai-claude-home-") as tmp:
+        env = build_env(Path(home) if home else Path(tmp), "http://127.0.0.1:9")
+        proc = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = {}
+    return PluginValidation(
+        proc.returncode, report if isinstance(report, dict) else {}, proc.stdout, proc.stderr
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover - manual smoke test
+    from dexai_memory.fakeapi import FakeMessagesAPI
+
+    with FakeMessagesAPI() as _api, tempfile.TemporaryDirectory() as _tmp:
+        _res = run_claude(
+            " ".join(sys.argv[1:]) or "hello",
+            home=Path(_tmp) / "home",
+            base_url=_api.base_url,
+            cwd=Path(_tmp) / "work",
+        )
+        sys.stdout.write(json.dumps(_res.result, indent=2) + "\n")
