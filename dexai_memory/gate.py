@@ -1,0 +1,342 @@
+"""The heuristic gate: does this turn contain anything worth remembering?
+
+Runs on every turn, so it must be cheap (p99 well under 1 ms without NER):
+every pattern is compiled once at import. The signals and weights are those of
+seed 001 section 1.1:
+
+=====================  ======  ===============================================
+signal                 weight  examples
+=====================  ======  ===============================================
+commitment             0.4     I'll, I promise, remind me to, don't forget
+preference             0.3     I prefer, I like, I always, my favourite
+temporal               0.2     tomorrow, next week, at 3pm, last Friday
+entities               0.2     capitalised names mid-sentence, Dr. Smith, NER
+factual                0.2     I am a, I work at, I live in, I have, I went
+possessive             0.2     my doctor, our project (no antecedent)
+emotional              0.1     I'm worried, I'm excited, this is important
+novelty                0.3 x   share of entities not seen in recent turns
+=====================  ======  ===============================================
+
+Novelty is only computed once the fast signals reach 0.2. Filler ("ok",
+"thanks", "got it", emoji only) scores exactly 0.
+
+spaCy is never imported by this module at import time: :func:`load_ner` is the
+explicit, opt-in loader (it takes ~0.6 s), called by the daemon at start-up
+and never on a hook's hot path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .config import DEFAULT_GATE_THRESHOLD
+from .errors import MissingExtra
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+__all__ = ["WEIGHTS", "Gate", "GateResult", "NerFunc", "is_filler", "load_ner", "regex_entities"]
+
+logger = logging.getLogger(__name__)
+
+#: A named-entity recogniser: text -> entity strings.
+NerFunc = Callable[[str], Sequence[str]]
+
+#: Score added by each signal (seed 001 section 1.1); novelty is multiplied by its weight.
+WEIGHTS: dict[str, float] = {
+    "commitment": 0.4,
+    "preference": 0.3,
+    "temporal": 0.2,
+    "entities": 0.2,
+    "factual": 0.2,
+    "possessive": 0.2,
+    "emotional": 0.1,
+    "novelty": 0.3,
+}
+#: Fast-signal score from which entity novelty is computed.
+NOVELTY_MIN_SCORE = 0.2
+
+_I = r"\b(?:I|we)"
+_ADV = r"(?:\s+(?:really|also|just|always|never|still|usually|often|sometimes|totally|definitely|actually|"
+_ADV += r"finally|recently|already|even|kinda|kind of|sort of|truly|absolutely|honestly|so|all))*"
+
+_IRREGULAR_PAST = (
+    "went|got|made|took|saw|met|had|began|bought|built|ran|won|lost|found|wrote|did|gave|came|left|heard|"
+    "taught|sang|drove|flew|ate|became|broke|brought|caught|chose|drew|fell|forgot|grew|kept|knew|rode|sold|"
+    "sent|spent|stood|swam|told|wore|read|paid|put|set|quit|spoke|sat|slept|woke|threw|won|held|led|lent|felt|"
+    "thought|tried|dug|hit|cut|lit|meant|dealt"
+)
+
+_SIGNALS: dict[str, re.Pattern[str]] = {
+    "commitment": re.compile(
+        r"\b(?:I|we)(?:'ll|\s+will|\s+shall)\b|\bI\s+promise\b|\bremind\s+(?:me|us)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b|"
+        r"\b(?:I|we)(?:'m|\s+am|'re|\s+are)\s+(?:going\s+to|gonna|planning\s+(?:to|on))\b|\b(?:I|we)\s+plan\s+to\b|"
+        r"\b(?:I|we)\s+(?:need|have|got)\s+to\b|\bI\s+must\b|\bI\s+(?:committed|agreed)\s+to\b|\bmake\s+sure\s+(?:to|I)\b|"
+        r"\b(?:to-?do|deadline|due\s+(?:on|by|date))\b|^\s*(?:gonna|going\s+to|planning\s+to)\b|\blet'?s\s+(?:meet|catch\s+up|schedule)\b",
+        re.I,
+    ),
+    "preference": re.compile(
+        rf"{_I}{_ADV}\s+(?:like|love|enjoy|prefer|hate|dislike|adore|detest|can'?t\s+stand|don'?t\s+like|"
+        rf"(?:always|never)\s+\w+)\b|\bmy\s+fav(?:ou?rite)?s?\b|\b(?:I|we)(?:'m|\s+am|'re|\s+are){_ADV}\s+(?:a\s+)?(?:big\s+|huge\s+)?"
+        r"(?:fan\s+of|into|keen\s+on|passionate\s+about|obsessed\s+with|allergic\s+to)\b|\bI'd\s+rather\b|"
+        r"\b(?:is|are)\s+my\s+(?:thing|jam|go-to|passion)\b|\b(?:I|we)(?:'d|\s+would)\s+love\s+to\b|"
+        rf"{_I}{_ADV}\s+(?:want|wanna|hope|wish|dream|miss)\b|\bmy\s+(?:passion|dream|goal|hobby|hobbies)\b",
+        re.I,
+    ),
+    "temporal": re.compile(
+        r"\b(?:yesterday|today|tonight|tomorrow|weekend|(?:last|next|this|past|coming)\s+"
+        r"(?:week|month|year|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|night|evening)|"
+        r"(?:on|by|until|since)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+        r"\d+\s*(?:am|pm)|at\s+\d{1,2}(?::\d{2})?|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|"
+        r"(?:\d+|a|an|one|two|three|four|five|six|few|couple\s+of)\s+(?:days?|weeks?|months?|years?)\s+ago|"
+        r"in\s+(?:\d+|a|an|one|two|three|a\s+few)\s+(?:days?|weeks?|months?|years?)|"
+        r"(?:january|february|march|april|june|july|august|september|october|november|december)|"
+        r"(?:19|20)\d{2}|deadline|birthday|anniversary|recently|lately|soon|since\s+(?:we|I)\s+last|the\s+other\s+day|ago|years?\s+old)\b",
+        re.I,
+    ),
+    "factual": re.compile(
+        rf"\bI(?:'m|\s+am){_ADV}\s+(?:a|an|the|from|at|in|on|married|single|divorced|engaged|pregnant|retired|"
+        r"vegan|vegetarian|\d+|studying|working|learning|training|volunteering|taking|starting|moving|writing|"
+        r"reading|building|doing|running|playing|teaching)\b|"
+        rf"{_I}{_ADV}\s+(?:work|live|have|own|study|teach|volunteer|take|go|play|run|do|make|use|help|write|"
+        r"read|paint|cook|bake|train|practice|practise|walk|hike|visit|attend|spend|try|collect|keep|"
+        r"(?:was|were)\s+born|grew\s+up|"
+        r"'ve\s+(?:been|got|had|started|finished|decided|always|never)|\w{3,}ed|" + _IRREGULAR_PAST + r")\b|"
+        rf"\bI(?:'m|\s+am){_ADV}\s+\w{{2,}}ing\b|\b(?:I|we)(?:'ve|\s+have|'d|\s+had)\s+(?:been|got|had|\w{{3,}}ed|done|made|taken|seen|"
+        r"met|gone|bought|built|won|found|written|read|started|learned|learnt)\b|"
+        r"\b(?:I|we)\s+(?:was|were)\s+(?:a|an|the|in|at|on|born|raised|\w{3,}ing|\w{3,}ed)\b|"
+        r"(?:^|[.!?]\s+)(?:just\s+|recently\s+|finally\s+|also\s+)?(?:been|got|joined|started|picked|finished|went|"
+        r"had|made|took|bought|visited|tried|learned|signed\s+up)\b|"
+        r"\bmy\s+name\s+is\b|\bI(?:'ve|\s+have)\s+(?:got|been)\b|\b(?:I|we)\s+(?:just\s+)?(?:started|joined|moved|graduated|adopted)\b",
+        re.I,
+    ),
+    # "my doctor", "our project": any possessed noun except set phrases ("my god", "my pleasure")
+    "possessive": re.compile(
+        r"\b(?:my|our)\s+(?!(?:god|gosh|goodness|pleasure|bad|fault|turn|mind|heart|thoughts|apologies|"
+        r"condolences|word|bet|guess|point|take|two\s+cents)\b)[a-z][a-z\-]{2,}",
+        re.I,
+    ),
+    "emotional": re.compile(
+        r"\b(?:I(?:'m|\s+am|\s+was|\s+feel|\s+felt)|we(?:'re|\s+are|\s+were))" + _ADV +
+        r"\s+(?:so\s+|really\s+|very\s+|super\s+|a\s+bit\s+|kinda\s+)?"
+        r"(?:worried|excited|scared|afraid|anxious|nervous|stressed|sad|upset|happy|thrilled|proud|grateful|"
+        r"thankful|heartbroken|devastated|overwhelmed|depressed|lonely|angry|frustrated|relieved|terrified|"
+        r"ecstatic|blessed|hurt|exhausted|burnt\s+out|burned\s+out)\b|"
+        r"\b(?:this|it|that)\s+(?:is|was)\s+(?:really\s+|so\s+|very\s+)?(?:important|crucial|critical|urgent|"
+        r"a\s+big\s+deal|life-changing|huge)\b|\b(?:means|meant)\s+(?:a\s+lot|so\s+much|the\s+world)\b|"
+        r"\b(?:passed\s+away|died|diagnosed|divorce|breakup|broke\s+up|miscarriage|funeral|hospital|accident|"
+        r"love|loved|passion|passionate|joy|proud|scary|scared|tough|rough|struggl\w*|inspir\w*|grateful|"
+        r"thankful|amazing|awesome|incredible|exciting|excited|thrilled|stressful|stressed|lonely|heartbreaking|"
+        r"meaningful|rewarding|special|miss|missed|worry|worried|fear|afraid|nervous|anxious|blessed)\b",
+        re.I,
+    ),
+}
+
+def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """The same pattern for lower-cased text, without re.I (about twice as fast)."""
+    if re.search(r"\\[A-Z]", pattern.pattern):
+        raise ValueError(f"upper-case escape in a signal pattern: {pattern.pattern[:60]}")
+    return re.compile(pattern.pattern.lower())
+
+
+_SIGNALS = {name: _lowered(pattern) for name, pattern in _SIGNALS.items()}
+
+_TIME_WORDS = (
+    "yesterday today tonight tomorrow weekend weekends week weeks month months year years time day days morning "
+    "night evening monday tuesday wednesday thursday friday saturday sunday january february march april june "
+    "july august september october november december deadline birthday anniversary recently lately soon ago "
+    "old other last"
+)
+#: A signal's regex only runs when the text holds one of its trigger words (cheap set test).
+_TRIGGERS: dict[str, frozenset[str]] = {
+    "commitment": frozenset(
+        "i'll we'll will shall promise remind forget don't dont going gonna planning plan need have got must "
+        "committed agreed sure to-do todo deadline due let's lets".split()),
+    "preference": frozenset("i we i'm we're i'd we'd my is are".split()),
+    "temporal": frozenset(_TIME_WORDS.split()),
+    "factual": frozenset(
+        "i i'm i've i'd we we've we'd my been got joined started picked finished went had made took bought "
+        "visited tried learned signed just recently finally also".split()),
+    "possessive": frozenset(("my", "our")),
+    "emotional": frozenset(
+        "worried excited scared afraid anxious nervous stressed sad upset happy thrilled proud grateful thankful "
+        "heartbroken devastated overwhelmed depressed lonely angry frustrated relieved terrified ecstatic blessed "
+        "hurt exhausted burnt burned important crucial critical urgent deal life-changing huge means meant passed "
+        "died diagnosed divorce breakup broke miscarriage funeral hospital accident love loved passion passionate "
+        "joy scary tough rough struggle struggles struggled struggling struggling inspire inspired inspiring "
+        "inspiration inspires amazing awesome incredible exciting stressful heartbreaking meaningful rewarding "
+        "special miss missed worry fear".split()),
+}
+_TOKEN = re.compile(r"[a-z][a-z'\-]*")
+_DIGIT = re.compile(r"\d")
+
+
+_FILLER_WORDS = (
+    r"ok(?:ay)?|k|kk|thanks?(?:\s+(?:you|so\s+much|a\s+lot))?|thank\s+you(?:\s+(?:so|very)\s+much)?|thx|ty|"
+    r"got\s+it|sure(?:\s+thing)?|yes|yeah|yep|yup|no|nope|nah|cool|nice|great|awesome|perfect|sounds\s+good|"
+    r"lol|lmao|haha+|hehe+|hmm+|uh+|um+|ah+|oh+|wow|alright|right|fine|good|np|no\s+problem|you'?re\s+welcome|"
+    r"hi|hey|hello|bye|goodbye|see\s+you|later|cheers|will\s+do|done|agreed|exactly|indeed|true|yes\s+please|"
+    r"no\s+thanks|makes\s+sense|i\s+see|understood|noted|roger|ack|good\s+night|good\s+morning|morning|night"
+)
+_FILLER = re.compile(rf"^(?:(?:{_FILLER_WORDS})[\s,.!?;:~\-]*)+$", re.I)
+#: Text with no letters or digits at all (emoji, punctuation).
+_NO_WORDS = re.compile(r"^[\W_]*$")
+
+_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Miss|Prof|Sir|Dame|Rev|Capt|Sgt|St)\.?\s+[A-Z][a-z]+")
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’\-]*(?:[ \t]+[A-Z][\w'’\-]*)*")
+_SENTENCE_ENDERS = frozenset('.!?\n"“(:;-')
+#: Capitalised words that are not names.
+_NOT_NAMES = frozenset(
+    "I I'm I've I'll I'd OK Ok Okay Yes No Yeah Hey Hi Hello Thanks Thank Wow Oh Ah Lol Haha Congrats Yay "
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July "
+    "August September October November December The A An And But Or So Also Dr Mr Mrs Ms Prof St".split()
+)
+#: A vocative after a greeting or thanks ("Hey Mel!", "Thanks, Caroline!") is not new information.
+_VOCATIVE = re.compile(
+    r"\b(?:hey|hi|hello|thanks|thank\s+you|congrats|congratulations|wow|yeah|yes|sure|bye|ok|okay|oh|aw+|"
+    r"haha|great|cool|nice|sorry|morning|night)[\s,!.]+(?:[A-Z][a-z]+)\b|,\s*[A-Z][a-z]+\s*[!?.]", re.I
+)
+
+
+_VOCATIVE_HINT = re.compile(r"[,!.]\s*[A-Z]|\b(?:hey|hi|hello|thanks|thank|congrats|congratulations|wow|yeah|yes|"
+                            r"sure|bye|ok|okay|oh|aw+|haha|great|cool|nice|sorry|morning|night)\s+[A-Z]", re.I)
+
+
+def is_filler(text: str) -> bool:
+    """True for text with no memory value: acknowledgements, greetings, emoji only."""
+    stripped = text.strip()
+    return not stripped or bool(_NO_WORDS.match(stripped)) or bool(_FILLER.match(stripped))
+
+
+def regex_entities(text: str) -> list[str]:
+    """Named-entity candidates found by regex: titled names ("Dr. Smith"), capitalised
+    words that do not start a sentence, and acronyms. Adjacent capitalised words
+    are joined ("New York")."""
+    if _VOCATIVE_HINT.search(text):
+        text = _VOCATIVE.sub(" ", text)
+    found: list[str] = [m.group(0) for m in _TITLE.finditer(text)]
+    for m in _CAPITALISED_RUN.finditer(text):
+        words = [w for w in m.group(0).split() if w not in _NOT_NAMES]
+        if not words:
+            continue
+        before = text[:m.start()].rstrip()
+        if (not before or before[-1] in _SENTENCE_ENDERS) and m.group(0).split()[0] == words[0]:
+            if not (len(words[0]) > 1 and words[0].isupper()):
+                words = words[1:]  # sentence-initial capital: not evidence of a name
+        if words:
+            found.append(" ".join(words))
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """The gate's verdict on one turn."""
+
+    score: float
+    passed: bool
+    #: Contribution of each signal that fired (name -> score added).
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+class Gate:
+    """Scores a turn's memory value (see the module docstring).
+
+    ``threshold`` is ``extraction.gate_threshold`` (0.3 by default); ``ner`` is
+    an optional entity recogniser (see :func:`load_ner`) used in addition to
+    the regex.
+    """
+
+    def __init__(self, threshold: float = DEFAULT_GATE_THRESHOLD, ner: NerFunc | None = None):
+        self.threshold = threshold
+        self.ner = ner
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, with_ner: bool = False) -> Gate:
+        """A gate with the configured threshold; loads spaCy only when ``with_ner`` is true."""
+        ner = load_ner(settings) if with_ner else None
+        return cls(settings.extraction.gate_threshold, ner=ner)
+
+    def entities(self, text: str) -> list[str]:
+        """Entities of ``text`` (regex, plus NER when configured)."""
+        found = regex_entities(text)
+        if self.ner is not None:
+            found.extend(e for e in self.ner(text) if e not in found)
+        return found
+
+    def score(self, text: str, recent: Sequence[str] = ()) -> GateResult:
+        """Score ``text`` against the recent turns ``recent`` (oldest first)."""
+        if is_filler(text):
+            return GateResult(0.0, False, {})
+        signals: dict[str, float] = {}
+        low = text.lower().replace("’", "'")
+        tokens = set(_TOKEN.findall(low))
+        for name, pattern in _SIGNALS.items():
+            if tokens.isdisjoint(_TRIGGERS[name]) and not (name == "temporal" and _DIGIT.search(low)):
+                continue
+            if pattern.search(low):
+                signals[name] = WEIGHTS[name]
+        entities = self.entities(text)
+        if entities:
+            signals["entities"] = WEIGHTS["entities"]
+        score = sum(signals.values())
+        if score >= NOVELTY_MIN_SCORE and entities:
+            novelty = _novelty(entities, recent)
+            if novelty > 0:
+                signals["novelty"] = round(novelty * WEIGHTS["novelty"], 4)
+                score += signals["novelty"]
+        score = round(min(score, 1.0), 4)
+        return GateResult(score, score >= self.threshold, signals)
+
+
+def _novelty(entities: Sequence[str], recent: Sequence[str]) -> float:
+    """Share of ``entities`` that no recent turn mentions."""
+    if not recent:
+        return 1.0
+    context = " ".join(recent).lower()
+    new = sum(1 for e in entities if e.lower() not in context)
+    return new / len(entities)
+
+
+def spacy_available() -> bool:
+    """Whether the spaCy package is installed (without importing it)."""
+    return importlib.util.find_spec("spacy") is not None
+
+
+def load_ner(settings: Settings) -> NerFunc | None:
+    """Load the configured spaCy pipeline as an entity recogniser, or None.
+
+    ``extraction.spacy``: ``never`` returns None; ``auto`` returns None when
+    spaCy or the pipeline is not installed; ``always`` raises
+    :class:`~dexai_memory.errors.MissingExtra` instead. Slow (~0.6 s): call
+    once at start-up, never from a hook.
+    """
+    mode = settings.extraction.spacy
+    if mode == "never":
+        return None
+    model = settings.extraction.spacy_model
+    if not spacy_available():
+        if mode == "always":
+            raise MissingExtra("spaCy is not installed: pip install 'dexai-memory[spacy]' "
+                               f"&& python -m spacy download {model}")
+        logger.debug("spaCy not installed; the gate uses regex entities only")
+        return None
+    import spacy  # local: optional and slow
+
+    try:
+        nlp = spacy.load(model, disable=["parser", "lemmatizer", "textcat"])
+    except OSError as exc:
+        if mode == "always":
+            raise MissingExtra(f"spaCy pipeline {model!r} is not installed: python -m spacy download {model}") from exc
+        logger.info("spaCy pipeline %s not installed; the gate uses regex entities only", model)
+        return None
+    labels = {"PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE"}
+
+    def ner(text: str) -> list[str]:
+        return [ent.text for ent in nlp(text).ents if ent.label_ in labels]
+
+    return ner

@@ -1,0 +1,164 @@
+"""The heuristic gate: one row per signal, filler, threshold and entity novelty."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from dexai_memory.config import load_settings
+from dexai_memory.errors import MissingExtra
+from dexai_memory.gate import WEIGHTS, Gate, is_filler, load_ner, regex_entities, spacy_available
+
+SIGNAL_CASES = [
+    pytest.param("commitment", "I'll send the report to the team", id="commitment-ill"),
+    pytest.param("commitment", "I promise to call mom", id="commitment-promise"),
+    pytest.param("commitment", "Remind me to water the plants", id="commitment-remind-me"),
+    pytest.param("commitment", "don't forget the milk", id="commitment-dont-forget"),
+    pytest.param("commitment", "I'm going to finish the draft", id="commitment-going-to"),
+    pytest.param("preference", "I prefer tea over coffee", id="preference-prefer"),
+    pytest.param("preference", "I really like hiking", id="preference-like"),
+    pytest.param("preference", "I always take the stairs", id="preference-always"),
+    pytest.param("preference", "my favourite band is Muse", id="preference-favourite"),
+    pytest.param("temporal", "see you tomorrow", id="temporal-tomorrow"),
+    pytest.param("temporal", "the meeting is next week", id="temporal-next-week"),
+    pytest.param("temporal", "call at 3pm", id="temporal-clock"),
+    pytest.param("temporal", "it happened two days ago", id="temporal-ago"),
+    pytest.param("entities", "I talked to Sarah about it", id="entities-name"),
+    pytest.param("entities", "see Dr. Patel", id="entities-title"),
+    pytest.param("possessive", "my doctor said so", id="possessive-doctor"),
+    pytest.param("possessive", "our project is late", id="possessive-project"),
+    pytest.param("factual", "I work at a bakery", id="factual-work-at"),
+    pytest.param("factual", "I live in a small town", id="factual-live-in"),
+    pytest.param("factual", "I am a nurse", id="factual-i-am"),
+    pytest.param("factual", "I have two cats", id="factual-i-have"),
+    pytest.param("factual", "I went to a support group", id="factual-past-event"),
+    pytest.param("emotional", "I'm worried about the exam", id="emotional-worried"),
+    pytest.param("emotional", "this is important", id="emotional-important"),
+]
+
+
+@pytest.mark.parametrize(("signal", "text"), SIGNAL_CASES)
+def test_each_signal_fires(signal: str, text: str) -> None:
+    result = Gate().score(text)
+    assert signal in result.signals
+    assert result.signals[signal] == WEIGHTS[signal]
+
+
+NO_SIGNAL_CASES = [
+    pytest.param("commitment", "the weather is nice", id="no-commitment-weather"),
+    pytest.param("preference", "the bus was late", id="no-preference-bus"),
+    pytest.param("temporal", "I like pizza", id="no-temporal-pizza"),
+    pytest.param("entities", "Great to see you. How are things?", id="no-entities-sentence-initial"),
+    pytest.param("entities", "Hey Mel! Good to see you!", id="no-entities-vocative"),
+    pytest.param("possessive", "oh my god", id="no-possessive-set-phrase"),
+]
+
+
+@pytest.mark.parametrize(("signal", "text"), NO_SIGNAL_CASES)
+def test_signal_does_not_fire(signal: str, text: str) -> None:
+    assert signal not in Gate().score(text).signals
+
+
+FILLER = [
+    pytest.param("ok", id="filler-ok"),
+    pytest.param("Okay.", id="filler-okay-dot"),
+    pytest.param("thanks!", id="filler-thanks"),
+    pytest.param("Thank you so much", id="filler-thank-you"),
+    pytest.param("got it", id="filler-got-it"),
+    pytest.param("sounds good, thanks", id="filler-sounds-good"),
+    pytest.param("👍", id="filler-emoji"),
+    pytest.param("🎉🎉 !!", id="filler-emoji-punctuation"),
+    pytest.param("   ", id="filler-blank"),
+    pytest.param("lol", id="filler-lol"),
+]
+
+
+@pytest.mark.parametrize("text", FILLER)
+def test_filler_scores_exactly_zero(text: str) -> None:
+    result = Gate().score(text, ["I met Sarah yesterday"])
+    assert result.score == 0
+    assert result.signals == {}
+    assert not result.passed
+    assert is_filler(text)
+
+
+PASS_CASES = [
+    pytest.param("I'll call the dentist tomorrow", True, id="pass-commitment-and-time"),
+    pytest.param("I prefer window seats", True, id="pass-preference"),
+    pytest.param("I went to a LGBTQ support group yesterday and it was so powerful.", True, id="pass-caroline"),
+    pytest.param("That's a nice view", False, id="fail-small-talk"),
+    pytest.param("see you tomorrow", False, id="fail-single-weak-signal"),
+]
+
+
+@pytest.mark.parametrize(("text", "passed"), PASS_CASES)
+def test_threshold_decision(text: str, passed: bool) -> None:
+    result = Gate(threshold=0.3).score(text)
+    assert result.passed is passed
+    assert result.score == pytest.approx(min(1.0, sum(result.signals.values())))
+
+
+def test_threshold_is_configurable() -> None:
+    assert not Gate(threshold=0.9).score("I prefer window seats").passed
+    assert Gate(threshold=0.1).score("see you tomorrow").passed
+
+
+def test_threshold_comes_from_settings() -> None:
+    settings = load_settings()
+    assert Gate.from_settings(settings).threshold == settings.extraction.gate_threshold == 0.3
+
+
+def test_entity_novelty_against_recent_context() -> None:
+    gate = Gate()
+    fresh = gate.score("I had lunch with Priya at Nandos", recent=["I like pasta"])
+    seen = gate.score("I had lunch with Priya at Nandos", recent=["Priya and I love Nandos"])
+    assert fresh.signals["novelty"] == pytest.approx(WEIGHTS["novelty"])
+    assert "novelty" not in seen.signals
+    assert fresh.score > seen.score
+
+
+def test_novelty_is_partial_when_some_entities_are_known() -> None:
+    result = Gate().score("I had lunch with Priya at Nandos", recent=["Priya is great"])
+    assert result.signals["novelty"] == pytest.approx(WEIGHTS["novelty"] / 2)
+
+
+def test_novelty_needs_fast_signals_first() -> None:
+    # a bare name is one weak signal (0.2): novelty is computed, a lone "Paris!" is not filler
+    result = Gate().score("Paris is lovely")
+    assert "entities" not in result.signals  # sentence-initial capital is not evidence
+    assert "novelty" not in result.signals
+
+
+def test_regex_entities() -> None:
+    assert regex_entities("I met Dr. Smith in New York, then NASA called.") == ["Dr. Smith", "New York", "NASA"]
+    assert regex_entities("Thanks, Melanie! I went to Paris.") == ["Paris"]
+
+
+def test_ner_callable_adds_entities() -> None:
+    gate = Gate(ner=lambda text: ["the acme corporation"] if "acme" in text else [])
+    result = gate.score("we signed with the acme corporation")
+    assert "entities" in result.signals
+
+
+def test_importing_gate_does_not_import_spacy() -> None:
+    import subprocess
+
+    code = "import sys, dexai_memory.gate; print('spacy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_load_ner_never_returns_none(tmp_path) -> None:
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text("extraction:\n  spacy: never\n")
+    assert load_ner(load_settings(cfg)) is None
+
+
+@pytest.mark.skipif(spacy_available(), reason="spaCy is installed here")
+def test_load_ner_without_spacy(tmp_path) -> None:
+    assert load_ner(load_settings()) is None  # auto degrades to regex
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text("extraction:\n  spacy: always\n")
+    with pytest.raises(MissingExtra, match="spacy"):
+        load_ner(load_settings(cfg))
