@@ -260,6 +260,16 @@ class Mem0Config:
     collection: str = "dexai_memory"
     #: Directory of Mem0's on-disk vector store; empty = <home>/mem0.
     path: str = ""
+    #: Mem0's own LLM extraction for ``add_messages``: auto (with an Anthropic key), always, never.
+    infer: str = field(default="auto", metadata=_check(choices=("auto", "always", "never")))
+    #: The model Mem0 extracts with (its Anthropic LLM provider).
+    llm_model: str = DEFAULT_MODEL
+    #: Base URL of the Anthropic API for Mem0's LLM; empty = the SDK default.
+    llm_base_url: str = ""
+    #: Environment variable holding the Anthropic API key Mem0 uses.
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    #: Minimum cosine similarity (0-1) of a Mem0 search hit (0 = rank everything, like native).
+    search_threshold: float = field(default=0.0, metadata=_check(0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -269,6 +279,12 @@ class ZepConfig:
     api_key_env: str = "ZEP_API_KEY"
     #: Base URL of the Zep API; empty = the SDK's default (Zep Cloud).
     base_url: str = ""
+    #: Seconds before a Zep request times out.
+    timeout_seconds: float = field(default=10.0, metadata=_check(0.1, 600.0))
+    #: Retries of a failed Zep request (the SDK's own retry).
+    max_retries: int = field(default=2, metadata=_check(0, 10))
+    #: Also send session notes to the session's Zep thread (thread.add_messages) for graph ingestion.
+    session_threads: bool = True
 
 
 @dataclass(frozen=True)
