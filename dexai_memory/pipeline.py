@@ -1,0 +1,445 @@
+"""The warm path, in one direction: turn -> redaction -> gate -> queue -> extractor
+-> supersession -> provider (seed 001 sections 1 and 3.1).
+
+* :meth:`Pipeline.admit` redacts a turn (:mod:`dexai_memory.privacy`) and
+  scores it with the gate; the daemon queues the turns that pass.
+* :meth:`Pipeline.handle` is the queue's job handler: it extracts notes from
+  a batch of turns and stores each note through supersession.
+* :meth:`Pipeline.store_note` is supersession: the note is compared with the
+  ``supersession.comparison_top_k`` most similar valid memories of its user,
+  classified (``provider.classify_update``: Haiku with a key, the offline
+  rules otherwise), resolved to one action and carried out with
+  ``provider.apply_decision``, which records the decision and its reason in
+  the memory's history (``dexai memory history``). Commitments also go to
+  the commitment store (:mod:`dexai_memory.commitments`).
+* :meth:`Pipeline.ingest` feeds a whole conversation through the same steps
+  and archives every raw turn in L3 as a TRANSCRIPT memory.
+
+Idempotency (why a replayed turn is not stored twice; see
+:mod:`dexai_memory.queue`): every note gets a deterministic id
+(:func:`note_id`, from user, source turns and content) and is skipped if that
+id exists; a note the classifier would merge into a memory whose
+``source_ids`` already hold all of the note's turns is skipped too.
+Transcripts get a deterministic id per (user, turn id).
+
+The pipeline wraps the provider's embedder (when it has one) in a small
+cache, so a note is embedded once for both its supersession search and its
+insert, and ingest embeds a whole chunk of texts in one batch.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .commitments import CommitmentStore, commitment_store
+from .embeddings import Embedder
+from .errors import InvalidMemory, MemoryNotFound
+from .models import (
+    ExtractedNote,
+    Memory,
+    MemoryType,
+    SearchFilters,
+    Tier,
+    Turn,
+    UpdateAction,
+    UpdateDecision,
+    as_utc,
+)
+from .supersession import resolve
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .extraction import Extractor
+    from .gate import Gate, GateResult
+    from .providers.base import MemoryProvider
+    from .queue import Job
+
+logger = logging.getLogger(__name__)
+
+#: Recent turns given to the gate (novelty) and the extractor (context).
+RECENT_TURNS = 5
+#: Turns handled per ingest step (one embedding batch, one archive transaction).
+INGEST_CHUNK = 200
+ProgressCallback = Callable[[int], None]
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:20]
+
+
+def note_id(user_id: str, source_ids: Sequence[str], content: str) -> str:
+    """The deterministic memory id of a note: same user, turns and text -> same id."""
+    return "m_" + _digest(user_id, ",".join(sorted(source_ids)), " ".join(content.lower().split()))
+
+
+def transcript_id(user_id: str, turn_id: str) -> str:
+    """The deterministic memory id of a turn's L3 transcript."""
+    return "m_" + _digest(user_id, "transcript", turn_id)
+
+
+@dataclass
+class PipelineReport:
+    """What a run of the pipeline did (``dexai memory ingest`` prints it)."""
+
+    turns: int = 0
+    gated: int = 0
+    extracted: int = 0
+    added: int = 0
+    updated: int = 0
+    superseded: int = 0
+    noop: int = 0
+    #: Notes skipped because they were stored before (a replayed turn).
+    skipped: int = 0
+    commitments: int = 0
+    #: Raw turns archived in L3 (ingest).
+    archived: int = 0
+
+    def count(self, action: UpdateAction) -> None:
+        name = {UpdateAction.ADD: "added", UpdateAction.UPDATE: "updated",
+                UpdateAction.SUPERSEDE: "superseded", UpdateAction.NOOP: "noop"}[action]
+        setattr(self, name, getattr(self, name) + 1)
+
+    def merge(self, other: PipelineReport) -> PipelineReport:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class CachedEmbedder(Embedder):
+    """An LRU cache of vectors in front of another embedder (same dim and model id)."""
+
+    def __init__(self, inner: Embedder, size: int = 8192):
+        self.inner = inner
+        self.dim = inner.dim
+        self.model_id = inner.model_id
+        self.size = size
+        self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vectors = self.inner.embed_batch(missing)
+            with self._lock:
+                for text, vec in zip(missing, vectors, strict=True):
+                    self._cache[text] = vec
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+                local = dict(zip(missing, vectors, strict=True))
+        else:
+            local = {}
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with self._lock:
+            for i, text in enumerate(texts):
+                vec = local.get(text)
+                if vec is None:
+                    vec = self._cache[text]
+                    self._cache.move_to_end(text)
+                out[i] = vec
+        return out
+
+
+def install_embedding_cache(provider: MemoryProvider, size: int = 8192) -> CachedEmbedder | None:
+    """Wrap ``provider.embedder`` (if any) in a :class:`CachedEmbedder`; idempotent."""
+    inner = getattr(provider, "embedder", None)
+    if inner is None:
+        return None
+    if isinstance(inner, CachedEmbedder):
+        return inner
+    cached = CachedEmbedder(inner, size)
+    provider.embedder = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _redact(text: str) -> str:
+    from .privacy import redact
+
+    return redact(text)
+
+
+def redact_turn(turn: Turn) -> Turn | None:
+    """The turn with private sections and secrets removed; None if nothing is left."""
+    content = _redact(turn.content).strip()
+    meta = dict(turn.metadata)
+    for key in ("caption", "blip_caption"):
+        if isinstance(meta.get(key), str):
+            meta[key] = _redact(meta[key])
+    if not content:
+        return None
+    if content == turn.content and meta == dict(turn.metadata):
+        return turn
+    return Turn(id=turn.id, user_id=turn.user_id, content=content, role=turn.role, speaker=turn.speaker,
+                timestamp=turn.timestamp, session_id=turn.session_id, project=turn.project, metadata=meta)
+
+
+def _caption(turn: Turn) -> str | None:
+    for key in ("caption", "blip_caption"):
+        value = turn.metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def transcript_memory(turn: Turn) -> Memory:
+    """The L3 TRANSCRIPT memory archiving one raw turn ("Speaker: text [image: caption]")."""
+    speaker = turn.speaker or turn.role.capitalize()
+    content = f"{speaker}: {turn.content}"
+    caption = _caption(turn)
+    if caption:
+        content += f" [image: {caption}]"
+    extra: dict[str, Any] = {"created_at": turn.timestamp} if turn.timestamp else {}
+    return Memory(content=content, user_id=turn.user_id, id=transcript_id(turn.user_id, turn.id),
+                  project=turn.project, type=MemoryType.TRANSCRIPT, tier=Tier.L3, importance=3,
+                  source_ids=(turn.id,), session_id=turn.session_id,
+                  metadata={"role": turn.role, "speaker": turn.speaker, **dict(turn.metadata)}, **extra)
+
+
+def read_turns_jsonl(path: str | Path, *, user_id: str, session_id: str | None = None,
+                     project: str | None = None) -> list[Turn]:
+    """Turns of a JSONL file, one ``{"id", "role", "speaker"?, "content", "timestamp"?}`` per line.
+
+    Extra keys (``caption`` ...) go to the turn's metadata. Blank lines are
+    skipped; anything else that is not a valid turn raises
+    :class:`InvalidMemory` naming the file and line number.
+    """
+    from .dates import parse_locomo_timestamp
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidMemory(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(f"{path} is not UTF-8 text: {exc}") from exc
+    turns: list[Turn] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path.name} line {number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidMemory(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(data, Mapping):
+            raise InvalidMemory(f"{where}: expected a JSON object, got {type(data).__name__}")
+        missing = [k for k in ("id", "role", "content") if data.get(k) in (None, "")]
+        if missing:
+            raise InvalidMemory(f"{where}: missing {', '.join(repr(k) for k in missing)}")
+        if not isinstance(data["content"], str):
+            raise InvalidMemory(f"{where}: 'content' must be a string")
+        turn_id = str(data["id"])
+        if turn_id in seen:
+            raise InvalidMemory(f"{where}: duplicate turn id {turn_id!r}")
+        seen.add(turn_id)
+        stamp = data.get("timestamp")
+        try:
+            when = as_utc(stamp) if stamp not in (None, "") else None
+        except InvalidMemory:
+            when = parse_locomo_timestamp(str(stamp))
+            if when is None:
+                raise InvalidMemory(f"{where}: unreadable timestamp {stamp!r}") from None
+        speaker = data.get("speaker")
+        extra = {k: v for k, v in data.items() if k not in ("id", "role", "speaker", "content", "timestamp")}
+        turns.append(Turn(id=turn_id, user_id=user_id, content=data["content"], role=str(data["role"]),
+                          speaker=str(speaker) if speaker else None, timestamp=when, session_id=session_id,
+                          project=project, metadata=extra))
+    return turns
+
+
+class Pipeline:
+    """The warm path for one provider (see the module docstring).
+
+    ``gate``, ``extractor`` and ``commitments`` default to the configured
+    ones; tests pass fakes that subclass the same ABCs.
+    """
+
+    def __init__(self, provider: MemoryProvider, settings: Settings, *, gate: Gate | None = None,
+                 extractor: Extractor | None = None, commitments: CommitmentStore | None = None):
+        self.provider = provider
+        self.settings = settings
+        self._gate = gate
+        self._extractor = extractor
+        self.commitments = commitments or commitment_store(provider)
+        #: Totals over every batch :meth:`handle` processed.
+        self.totals = PipelineReport()
+        install_embedding_cache(provider)
+
+    @property
+    def gate(self) -> Gate:
+        if self._gate is None:
+            from .gate import Gate
+
+            self._gate = Gate(self.settings.extraction.gate_threshold)
+        return self._gate
+
+    @property
+    def extractor(self) -> Extractor:
+        if self._extractor is None:
+            from .extraction import make_extractor
+
+            self._extractor = make_extractor(self.settings)
+        return self._extractor
+
+    # ------------------------------------------------------------------ admission
+    def admit(self, turn: Turn, recent: Sequence[str] = ()) -> tuple[Turn | None, GateResult]:
+        """Redact ``turn`` and score it. Returns (the redacted turn or None, the gate's verdict)."""
+        clean = redact_turn(turn)
+        if clean is None:
+            from .gate import GateResult
+
+            return None, GateResult(0.0, False, {})
+        return clean, self.gate.score(clean.content, recent)
+
+    # ------------------------------------------------------------------ extraction + storage
+    async def handle(self, jobs: Sequence[Job]) -> None:
+        """The queue's job handler: extract and store a batch (raises to have it retried)."""
+        report = await self.process([(j.turn, j.context) for j in jobs])
+        self.totals.merge(report)
+
+    async def process(self, items: Sequence[tuple[Turn, Sequence[str]]]) -> PipelineReport:
+        """Extract notes from turns (grouped by user, session and project) and store them."""
+        report = PipelineReport(turns=len(items), gated=len(items))
+        groups: dict[tuple[str, str | None, str | None], list[tuple[Turn, Sequence[str]]]] = {}
+        for turn, context in items:
+            clean = redact_turn(turn)  # already done on admission; again for turns queued by other processes
+            if clean is not None:
+                groups.setdefault((clean.user_id, clean.session_id, clean.project), []).append((clean, context))
+        for group in groups.values():
+            turns = [t for t, _ in group]
+            notes = await self.extractor.extract(turns, context=tuple(group[0][1]))
+            report.extracted += len(notes)
+            for note in notes:
+                await self.store_note(note, turns, report)
+        return report
+
+    def note_memory(self, note: ExtractedNote, turns: Sequence[Turn]) -> Memory:
+        """The memory a note is stored as: scoped like its turns, dated like its latest source turn."""
+        by_id = {t.id: t for t in turns}
+        sources = tuple(note.source_ids) or tuple(t.id for t in turns)
+        own = [by_id[s] for s in sources if s in by_id] or list(turns)
+        scope = own[-1]
+        stamps = [t.timestamp for t in own if t.timestamp is not None]
+        memory = note.to_memory(user_id=scope.user_id, session_id=scope.session_id, project=scope.project,
+                                created_at=max(stamps) if stamps else None)
+        return memory.replace(id=note_id(scope.user_id, sources, note.content), source_ids=sources)
+
+    async def _exists(self, memory_id: str, user_id: str) -> bool:
+        try:
+            await self.provider.get(memory_id, user_id=user_id, include_deleted=True)
+        except MemoryNotFound:
+            return False
+        return True
+
+    async def decide(self, memory: Memory) -> tuple[UpdateDecision, Memory | None]:
+        """Supersession: the one decision for ``memory`` against its most similar valid memories."""
+        if not self.settings.supersession.enabled:
+            return UpdateDecision(UpdateAction.ADD, None, "supersession disabled"), None
+        results = await self.provider.search(memory.content, user_id=memory.user_id,
+                                             limit=self.settings.supersession.comparison_top_k)
+        existing = [r.memory for r in results if r.memory.id != memory.id]
+        decision = resolve(await self.provider.classify_update(memory.content, existing))
+        target = next((m for m in existing if m.id == decision.memory_id), None)
+        if decision.action is not UpdateAction.ADD and target is None:
+            return UpdateDecision(UpdateAction.ADD, None, f"classifier named an unknown memory "
+                                  f"({decision.action.value} {decision.memory_id}); stored as new"), None
+        return decision, target
+
+    async def store_note(self, note: ExtractedNote, turns: Sequence[Turn],
+                         report: PipelineReport | None = None) -> Memory | None:
+        """Store one note through supersession; returns the memory written, or None if skipped."""
+        report = report if report is not None else PipelineReport()
+        memory = self.note_memory(note, turns)
+        if await self._exists(memory.id, memory.user_id):
+            report.skipped += 1
+            logger.debug("note %s already stored (replayed turn): skipped", memory.id)
+            return None
+        decision, target = await self.decide(memory)
+        if (target is not None and decision.action in (UpdateAction.NOOP, UpdateAction.UPDATE)
+                and set(memory.source_ids) <= set(target.source_ids)):
+            report.skipped += 1
+            logger.debug("note from %s already merged into %s: skipped", memory.source_ids, target.id)
+            return None
+        stored = await self.provider.apply_decision(decision, memory)
+        report.count(decision.action)
+        logger.info("supersession %s for user %s: %s (%s)", decision.action.value, memory.user_id,
+                    stored.id if stored else decision.memory_id, decision.reason)
+        if note.commitment is not None and stored is not None and decision.action in (UpdateAction.ADD,
+                                                                                       UpdateAction.SUPERSEDE):
+            await self.commitments.add(note.commitment, user_id=memory.user_id, memory_id=stored.id,
+                                       source_ids=memory.source_ids, session_id=memory.session_id,
+                                       project=memory.project)
+            report.commitments += 1
+        return stored
+
+    # ------------------------------------------------------------------ ingest
+    async def ingest(self, turns: Iterable[Turn], *, user_id: str, session_id: str | None = None,
+                     project: str | None = None, progress: ProgressCallback | None = None,
+                     chunk: int = INGEST_CHUNK) -> PipelineReport:
+        """Feed a conversation through the pipeline and archive every raw turn in L3.
+
+        The gate decides which turns are extracted; all of them are archived
+        (TRANSCRIPT, tier L3, source_ids=(turn id,), dated at the turn).
+        Ingesting the same turns again changes nothing. ``progress(n)`` is
+        called as turns are done.
+        """
+        scoped = [Turn(id=t.id, user_id=user_id, content=t.content, role=t.role, speaker=t.speaker,
+                       timestamp=t.timestamp, session_id=session_id if session_id is not None else t.session_id,
+                       project=project if project is not None else t.project, metadata=t.metadata)
+                  for t in turns]
+        report = PipelineReport(turns=len(scoped))
+        archived = {m.id for m in await self.provider.list(
+            user_id=user_id, filters=SearchFilters(types=(MemoryType.TRANSCRIPT,), valid_only=False,
+                                                   include_archived=True), limit=1_000_000)}
+        recent: collections.deque[str] = collections.deque(maxlen=RECENT_TURNS)
+        batch_size = self.settings.extraction.batch_size
+        for start in range(0, len(scoped), chunk):
+            part = scoped[start:start + chunk]
+            admitted: list[tuple[Turn, tuple[str, ...]]] = []
+            clean_turns: list[Turn] = []
+            for turn in part:
+                clean, verdict = self.admit(turn, tuple(recent))
+                if clean is None:
+                    continue
+                clean_turns.append(clean)
+                recent.append(clean.content)
+                if verdict.passed:
+                    admitted.append((clean, tuple(recent)[:-1]))
+            report.gated += len(admitted)
+            # extraction, in queue-sized batches
+            extracted: list[tuple[ExtractedNote, list[Turn]]] = []
+            for b in range(0, len(admitted), batch_size):
+                group = admitted[b:b + batch_size]
+                group_turns = [t for t, _ in group]
+                notes = await self.extractor.extract(group_turns, context=group[0][1])
+                extracted.extend((n, group_turns) for n in notes)
+            report.extracted += len(extracted)
+            # one embedding batch for the chunk's transcripts and notes
+            new_transcripts = [m for m in (transcript_memory(t) for t in clean_turns) if m.id not in archived]
+            embedder = getattr(self.provider, "embedder", None)
+            if embedder is not None:
+                await embedder.aembed_batch([m.content for m in new_transcripts] + [n.content for n, _ in extracted])
+            if new_transcripts:
+                await self.provider.add_many(new_transcripts)
+                archived.update(m.id for m in new_transcripts)
+                report.archived += len(new_transcripts)
+            for note, group_turns in extracted:
+                await self.store_note(note, group_turns, report)
+            if progress:
+                progress(len(part))
+        logger.info("ingested %d turns for %s: %s", len(scoped), user_id, report.to_dict())
+        return report

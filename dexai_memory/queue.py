@@ -1,0 +1,622 @@
+"""The durable extraction queue: gated turns wait here for the extractor.
+
+Storage
+    One SQLite file, ``<home>/queue.db`` (stdlib :mod:`sqlite3`, WAL,
+    ``synchronous=NORMAL``), separate from the memory store so a hook process
+    can write to it with nothing but the standard library
+    (:func:`enqueue_turn`). A row of ``jobs`` is one turn, keyed by
+    ``(user_id, turn_id)``: enqueueing the same turn twice stores it once, and
+    a turn already done is never queued again. ``dead_letters`` is a view of
+    the jobs that failed for good.
+
+Durability
+    :meth:`ExtractionQueue.enqueue` commits the row before it returns (one
+    indexed ``INSERT OR IGNORE``; WAL with ``synchronous=NORMAL`` does not
+    fsync on commit, so it takes tens of microseconds, and a committed row
+    survives a crash or ``kill -9`` of the process - only a power loss can
+    lose the last commits). Nothing is ever only in memory: the in-memory
+    buffer is a window onto the table.
+
+Exactly once
+    A job is marked ``done`` only after its results are stored, so after a
+    crash it is processed again (at least once). Processing is made
+    idempotent by the pipeline (:mod:`dexai_memory.pipeline`), checked
+    *before* each write, because the memory store is another database (or
+    another service) and cannot share the queue's transaction:
+
+    * every memory written from a turn gets a deterministic id derived from
+      the user, the source turn ids and the content; if that id already
+      exists the note was stored before the crash and is skipped;
+    * a note that the supersession step would merge into an existing memory
+      (UPDATE / NOOP) is skipped when that memory's ``source_ids`` already
+      contain all of the note's turns: the turn was counted already.
+
+    With a deterministic extractor (the offline one) this is exactly once.
+    With a model whose output changes between calls, a crash between storing
+    the notes and the ``done`` commit can store a rephrased note a second
+    time (the supersession step usually catches it as a near-duplicate).
+
+Memory bound and overflow
+    At most ``max_queue_size`` jobs are held in memory. Beyond it the
+    ``overflow_policy`` applies, and is logged: ``spill`` keeps the job on
+    disk only and loads it when the buffer drains (a turn that passed the
+    gate is never dropped); ``reject`` refuses it with :class:`QueueError`.
+
+Failures
+    A failed batch is retried job by job, so one bad turn does not hold back
+    the others. A failed job waits ``retry_backoff * 2**(attempt-1)`` seconds
+    (kept across restarts) and after ``max_retries`` retries becomes a dead
+    letter with its error; :meth:`ExtractionQueue.retry_dead_letters` (``dexai
+    memory retry``) puts dead letters back.
+
+One consumer
+    :meth:`ExtractionQueue.run` (the worker) holds an exclusive lock file
+    (``queue.db.lock``) while it runs, so two daemons never process the same
+    file. Enqueueing needs no lock.
+
+Only the standard library is imported here (the hook process path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import QueueError
+from .models import Turn
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+logger = logging.getLogger(__name__)
+
+QUEUE_FILENAME = "queue.db"
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before REAL NOT NULL DEFAULT 0,
+    last_error TEXT,
+    enqueued_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (user_id, turn_id)
+);
+CREATE INDEX IF NOT EXISTS ix_jobs_status ON jobs (status, not_before, id);
+CREATE VIEW IF NOT EXISTS dead_letters AS
+    SELECT id, user_id, turn_id, payload, attempts, last_error AS error, updated_at AS failed_at
+    FROM jobs WHERE status = 'dead';
+"""
+_INSERT = ("INSERT OR IGNORE INTO jobs (user_id, turn_id, payload, status, enqueued_at, updated_at) "
+           "VALUES (?, ?, ?, 'pending', ?, ?)")
+
+#: What the worker calls with a batch of jobs; raising marks the batch failed.
+JobHandler = Callable[[Sequence["Job"]], Awaitable[None]]
+
+
+def queue_path(home: str | Path) -> Path:
+    """``<home>/queue.db``."""
+    return Path(home) / QUEUE_FILENAME
+
+
+def connect(path: str | Path, *, timeout: float = 5.0) -> sqlite3.Connection:
+    """A stdlib connection to the queue file (created with its schema if new), WAL, synchronous=NORMAL."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
+    except sqlite3.Error as exc:
+        raise QueueError(f"cannot open the extraction queue {path}: {exc}") from exc
+    return conn
+
+
+def _payload(turn: Turn | Mapping[str, Any], context: Sequence[str]) -> tuple[str, str, str]:
+    data = turn.to_dict() if isinstance(turn, Turn) else dict(turn)
+    for key in ("id", "user_id", "content"):
+        if not data.get(key):
+            raise QueueError(f"a queued turn needs {key!r}")
+    data["id"], data["user_id"] = str(data["id"]), str(data["user_id"])
+    return data["user_id"], data["id"], json.dumps({"turn": data, "context": list(context)}, default=str)
+
+
+def enqueue_turn(path: str | Path, turn: Turn | Mapping[str, Any], *, context: Sequence[str] = ()) -> bool:
+    """Append one turn to the queue file at ``path`` (standard library only).
+
+    For hook processes that cannot reach a daemon: the turn is committed to
+    disk and a daemon processes it when it next runs. ``turn`` is a
+    :class:`Turn` or a dict with at least ``id``, ``user_id`` and ``content``.
+    Returns False when that turn was already queued (or done). Gate and
+    redaction are the caller's job. Raises :class:`QueueError`.
+    """
+    user_id, turn_id, payload = _payload(turn, context)
+    conn = connect(path)
+    try:
+        now = time.time()
+        return conn.execute(_INSERT, (user_id, turn_id, payload, now, now)).rowcount > 0
+    except sqlite3.Error as exc:
+        raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One queued turn with the recent context it was said in."""
+
+    id: int
+    turn: Turn
+    context: tuple[str, ...] = ()
+    attempts: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The idempotency key: (user id, turn id)."""
+        return self.turn.user_id, self.turn.id
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A job that failed ``max_retries + 1`` times, with its last error."""
+
+    id: int
+    user_id: str
+    turn_id: str
+    attempts: int
+    error: str
+    failed_at: float
+    content: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "user_id": self.user_id, "turn_id": self.turn_id, "attempts": self.attempts,
+                "error": self.error, "failed_at": self.failed_at, "content": self.content}
+
+
+@dataclass(slots=True)
+class QueueStats:
+    """Counters of one queue instance (since it was opened) and the table's counts."""
+
+    pending: int = 0
+    in_memory: int = 0
+    dead: int = 0
+    done: int = 0
+    processed: int = 0
+    failed_attempts: int = 0
+    spilled: int = 0
+    rejected: int = 0
+    batches: int = 0
+    last_batch_ms: float | None = None
+    mean_batch_ms: float | None = None
+    oldest_pending_age_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "extra"} | self.extra  # type: ignore[attr-defined]
+
+
+def _row_to_job(row: Sequence[Any]) -> Job:
+    data = json.loads(row[1])
+    return Job(id=int(row[0]), turn=Turn.from_dict(data["turn"]), context=tuple(data.get("context") or ()),
+               attempts=int(row[2]))
+
+
+class ExtractionQueue:
+    """The queue (see the module docstring). ``open()`` / ``close()`` or ``with``.
+
+    ``enqueue`` is synchronous and never waits on extraction; the worker
+    coroutine :meth:`run` (owned by the daemon) or :meth:`drain` (one-shot,
+    for the CLI) processes jobs with a :data:`JobHandler`.
+    """
+
+    def __init__(self, path: str | Path, *, batch_size: int = 5, flush_interval: float = 5.0,
+                 max_queue_size: int = 1000, overflow_policy: str = "spill", max_retries: int = 3,
+                 retry_backoff: float = 2.0):
+        if overflow_policy not in ("spill", "reject"):
+            raise QueueError(f"unknown overflow policy {overflow_policy!r} (spill or reject)")
+        self.path = Path(path)
+        self.batch_size = max(1, batch_size)
+        self.flush_interval = max(0.0, flush_interval)
+        self.max_queue_size = max(1, max_queue_size)
+        self.overflow_policy = overflow_policy
+        self.max_retries = max(0, max_retries)
+        self.retry_backoff = max(0.0, retry_backoff)
+        self._conn: sqlite3.Connection | None = None  # enqueue (caller's thread)
+        self._wconn: sqlite3.Connection | None = None  # worker (worker threads)
+        self._wlock = threading.Lock()
+        self._buffer: collections.deque[Job] = collections.deque()
+        self._known: set[int] = set()
+        self._first_buffered_at: float | None = None
+        self._wake: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._flush_requested = False
+        self._running = False
+        self._lock_fd: int | None = None
+        self._stats = QueueStats()
+        self._batch_ms: list[float] = []
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExtractionQueue:
+        """A queue on ``<home>/queue.db`` with the ``extraction`` settings."""
+        ex = settings.extraction
+        return cls(queue_path(settings.home), batch_size=ex.batch_size, flush_interval=ex.flush_interval_seconds,
+                   max_queue_size=ex.max_queue_size, overflow_policy=ex.overflow_policy,
+                   max_retries=ex.max_retries, retry_backoff=ex.retry_backoff_seconds)
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self) -> ExtractionQueue:
+        """Open (and create) the file. Idempotent. Raises :class:`QueueError`."""
+        if self._conn is None:
+            self._conn = connect(self.path)
+            self._wconn = connect(self.path)
+        return self
+
+    def close(self) -> None:
+        """Close the file. Everything accepted is already on disk."""
+        for conn in (self._conn, self._wconn):
+            if conn is not None:
+                conn.close()
+        self._conn = self._wconn = None
+        self._buffer.clear()
+        self._known.clear()
+
+    def __enter__(self) -> ExtractionQueue:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise QueueError("the extraction queue is not open")
+        return self._conn
+
+    def _worker_sql(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        if self._wconn is None:
+            raise QueueError("the extraction queue is not open")
+        with self._wlock:
+            return fn(self._wconn)
+
+    async def _w(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        return await asyncio.to_thread(self._worker_sql, fn)
+
+    # ------------------------------------------------------------------ producer side
+    def enqueue(self, turn: Turn, context: Sequence[str] = ()) -> bool:
+        """Accept a turn: commit it to disk and hand it to the worker. Never waits on extraction.
+
+        Returns False when the turn (same user and id) was queued before.
+        Raises :class:`QueueError` when the file cannot be written, or when
+        the buffer is full and the overflow policy is ``reject``.
+        """
+        if self.overflow_policy == "reject" and len(self._buffer) >= self.max_queue_size:
+            self._stats.rejected += 1
+            logger.warning("extraction queue full (%d jobs in memory): turn %s rejected (overflow_policy=reject)",
+                           len(self._buffer), turn.id)
+            raise QueueError(f"the extraction queue is full ({self.max_queue_size} jobs); turn {turn.id} rejected")
+        user_id, turn_id, payload = _payload(turn, context)
+        now = time.time()
+        try:
+            cur = self.conn.execute(_INSERT, (user_id, turn_id, payload, now, now))
+        except sqlite3.Error as exc:
+            raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
+        if cur.rowcount == 0:
+            logger.debug("turn %s of %s already queued: ignored", turn_id, user_id)
+            return False
+        job_id = int(cur.lastrowid or 0)
+        if len(self._buffer) < self.max_queue_size:
+            self._buffer.append(Job(job_id, turn, tuple(context)))
+            self._known.add(job_id)
+            if self._first_buffered_at is None:
+                self._first_buffered_at = time.monotonic()
+        else:
+            self._stats.spilled += 1
+            level = logging.WARNING if self._stats.spilled == 1 or self._stats.spilled % 100 == 0 else logging.DEBUG
+            logger.log(level, "extraction queue full (%d jobs in memory): turn %s spilled to disk, processed "
+                       "later (%d spilled so far)", len(self._buffer), turn_id, self._stats.spilled)
+        self._notify(len(self._buffer) >= self.batch_size)
+        return True
+
+    def _notify(self, now: bool = True) -> None:
+        if self._wake is None or self._loop is None or not now:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._wake.set()
+        else:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    # ------------------------------------------------------------------ consumer side
+    def _claim_lock(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise QueueError(f"another worker (a running 'dexai daemon'?) is processing {self.path}") from None
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    @property
+    def running(self) -> bool:
+        """True while a worker (:meth:`run` or :meth:`drain`) is consuming."""
+        return self._running
+
+    async def run(self, handler: JobHandler) -> None:
+        """The worker loop: batches of ``batch_size`` (or fewer after ``flush_interval``
+        seconds, or on :meth:`flush`) go to ``handler``. Runs until cancelled.
+
+        Raises :class:`QueueError` if another worker holds the queue.
+        """
+        await self._consume(handler, forever=True)
+
+    async def drain(self, handler: JobHandler) -> int:
+        """Process every job that is due now, then return how many were done.
+
+        For one-shot callers (``dexai memory retry``, ``ingest``, tests).
+        """
+        before = self._stats.processed
+        await self._consume(handler, forever=False)
+        return self._stats.processed - before
+
+    async def _consume(self, handler: JobHandler, *, forever: bool) -> None:
+        self.open()
+        if self._running:
+            raise QueueError("a worker is already consuming this queue")
+        self._claim_lock()
+        self._running = True
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        try:
+            while True:
+                batch = await self._next_batch(forever)
+                if batch is None:
+                    return
+                await self._process(batch, handler)
+        finally:
+            self._running = False
+            self._wake = None
+            if self._idle is not None:
+                self._idle.set()
+            self._release_lock()
+
+    async def _refill(self) -> int:
+        room = self.max_queue_size - len(self._buffer)
+        if room <= 0:
+            return 0
+        now = time.time()
+        rows = await self._w(lambda c: c.execute(
+            "SELECT id, payload, attempts FROM jobs WHERE status = 'pending' AND not_before <= ? "
+            "ORDER BY id LIMIT ?", (now, room + len(self._known))).fetchall())
+        added = 0
+        for row in rows:
+            if int(row[0]) in self._known or added >= room:
+                continue
+            try:
+                job = _row_to_job(row)
+            except (ValueError, KeyError, TypeError) as exc:
+                await self._fail_many([int(row[0])], f"unreadable queued payload: {exc}", dead=True)
+                continue
+            self._buffer.append(job)
+            self._known.add(job.id)
+            added += 1
+        if added and self._first_buffered_at is None:
+            self._first_buffered_at = time.monotonic()
+        return added
+
+    async def _next_wait(self) -> float:
+        """Seconds until the earliest job in backoff is due (capped)."""
+        nb = await self._w(lambda c: c.execute(
+            "SELECT MIN(not_before) FROM jobs WHERE status = 'pending'").fetchone()[0])
+        cap = self.flush_interval or 1.0
+        if nb is None:
+            return cap
+        return max(0.01, min(cap, float(nb) - time.time()))
+
+    async def _next_batch(self, forever: bool) -> list[Job] | None:
+        assert self._wake is not None and self._idle is not None
+        while True:
+            if not self._buffer:
+                await self._refill()
+            if not self._buffer:
+                self._flush_requested = False
+                self._idle.set()
+                if not forever:
+                    return None
+                self._wake.clear()
+                delay = await self._next_wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                continue
+            self._idle.clear()
+            age = time.monotonic() - (self._first_buffered_at or time.monotonic())
+            if (len(self._buffer) >= self.batch_size or self._flush_requested or not forever
+                    or age >= self.flush_interval):
+                batch = [self._buffer.popleft() for _ in range(min(self.batch_size, len(self._buffer)))]
+                self._first_buffered_at = time.monotonic() if self._buffer else None
+                return batch
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.flush_interval - age)
+
+    async def _process(self, batch: list[Job], handler: JobHandler) -> None:
+        start = time.perf_counter()
+        try:
+            try:
+                await handler(batch)
+            except Exception as exc:  # any failure is kept (retry, then dead letter), never dropped
+                if len(batch) == 1:
+                    await self._failed(batch[0], exc)
+                else:
+                    logger.warning("extraction batch of %d failed (%s): retrying its jobs one by one",
+                                   len(batch), exc)
+                    for job in batch:
+                        try:
+                            await handler([job])
+                        except Exception as one_exc:  # noqa: BLE001 - same policy, per job
+                            await self._failed(job, one_exc)
+                        else:
+                            await self._done([job])
+            else:
+                await self._done(batch)
+        except asyncio.CancelledError:
+            # bounded cleanup: the jobs are still 'pending' on disk; forget them in memory
+            for job in batch:
+                self._known.discard(job.id)
+            raise
+        finally:
+            for job in batch:
+                self._known.discard(job.id)
+        elapsed = (time.perf_counter() - start) * 1000.0
+        self._stats.batches += 1
+        self._stats.last_batch_ms = round(elapsed, 3)
+        self._batch_ms.append(elapsed)
+        del self._batch_ms[:-100]
+        self._stats.mean_batch_ms = round(sum(self._batch_ms) / len(self._batch_ms), 3)
+
+    async def _done(self, jobs: Sequence[Job]) -> None:
+        ids = [j.id for j in jobs]
+        now = time.time()
+
+        def mark(c: sqlite3.Connection) -> None:
+            c.execute("BEGIN IMMEDIATE")
+            c.executemany("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL WHERE id = ?",
+                          [(now, i) for i in ids])
+            c.execute("COMMIT")
+
+        await self._w(mark)
+        self._stats.processed += len(ids)
+
+    async def _failed(self, job: Job, exc: BaseException) -> None:
+        attempts = job.attempts + 1
+        self._stats.failed_attempts += 1
+        error = f"{type(exc).__name__}: {exc}"
+        if attempts > self.max_retries:
+            logger.error("extraction of turn %s (user %s) failed %d time(s), kept as a dead letter: %s",
+                         job.turn.id, job.turn.user_id, attempts, error)
+            await self._fail_many([job.id], error, dead=True, attempts=attempts)
+        else:
+            delay = self.retry_backoff * 2 ** (attempts - 1)
+            logger.warning("extraction of turn %s (user %s) failed (attempt %d of %d), retrying in %.1fs: %s",
+                           job.turn.id, job.turn.user_id, attempts, self.max_retries + 1, delay, error)
+            await self._fail_many([job.id], error, dead=False, attempts=attempts, delay=delay)
+
+    async def _fail_many(self, ids: Iterable[int], error: str, *, dead: bool, attempts: int | None = None,
+                         delay: float = 0.0) -> None:
+        now = time.time()
+        status = "dead" if dead else "pending"
+        rows = [(status, now + delay, error[:4000], now, attempts, i) for i in ids]
+        await self._w(lambda c: c.executemany(
+            "UPDATE jobs SET status = ?, not_before = ?, last_error = ?, updated_at = ?, "
+            "attempts = COALESCE(?, attempts + 1) WHERE id = ?", rows))
+
+    async def flush(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - part of the API
+        """Process everything that is due now, without waiting for a full batch.
+
+        Returns True when nothing due is left (jobs waiting for a retry
+        backoff stay on disk), False after ``timeout`` seconds or when no
+        worker is running (the jobs then stay on disk for the next one).
+        """
+        if not self._running or self._idle is None:
+            return self.pending_count(due_only=True) == 0
+        self._flush_requested = True
+        self._idle.clear()
+        self._notify()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ inspection
+    def pending_count(self, *, due_only: bool = False) -> int:
+        """Jobs waiting on disk (optionally only those not in a retry backoff)."""
+        if due_only:
+            row = self.conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'pending' AND not_before <= ?",
+                                    (time.time(),)).fetchone()
+        else:
+            row = self.conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'pending'").fetchone()
+        return int(row[0])
+
+    def stats(self) -> QueueStats:
+        """Counts from the file plus this instance's counters."""
+        counts = dict(self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+        oldest = self.conn.execute("SELECT MIN(enqueued_at) FROM jobs WHERE status = 'pending'").fetchone()[0]
+        s = self._stats
+        s.pending, s.dead, s.done = counts.get("pending", 0), counts.get("dead", 0), counts.get("done", 0)
+        s.in_memory = len(self._buffer)
+        s.oldest_pending_age_s = round(time.time() - oldest, 3) if oldest else None
+        return s
+
+    def dead_letters(self, *, user_id: str | None = None, limit: int = 1000) -> list[DeadLetter]:
+        """Jobs that failed for good, oldest first (optionally one user's)."""
+        sql = "SELECT id, user_id, turn_id, attempts, error, failed_at, payload FROM dead_letters"
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " WHERE user_id = ?"
+            params.append(user_id)
+        sql += " ORDER BY id LIMIT ?"
+        params.append(limit)
+        out = []
+        for r in self.conn.execute(sql, params).fetchall():
+            try:
+                content = str(json.loads(r[6])["turn"]["content"])
+            except (ValueError, KeyError, TypeError):
+                content = ""
+            out.append(DeadLetter(int(r[0]), r[1], r[2], int(r[3]), r[4] or "", float(r[5]), content))
+        return out
+
+    def retry_dead_letters(self, ids: Iterable[int] | None = None, *, user_id: str | None = None) -> int:
+        """Put dead letters back in the queue with a fresh retry budget. Returns how many."""
+        now = time.time()
+        sql = "UPDATE jobs SET status = 'pending', attempts = 0, not_before = 0, updated_at = ? WHERE status = 'dead'"
+        params: list[Any] = [now]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        if ids is not None:
+            id_list = [int(i) for i in ids]
+            if not id_list:
+                return 0
+            sql += f" AND id IN ({','.join('?' * len(id_list))})"
+            params.extend(id_list)
+        count = int(self.conn.execute(sql, params).rowcount)
+        if count:
+            logger.info("%d dead letter(s) put back in the extraction queue", count)
+            self._notify()
+        return count
+
+    def purge_done(self, older_than_seconds: float = 30 * 86400) -> int:
+        """Delete ``done`` rows older than this (their turns could then be queued again)."""
+        cutoff = time.time() - older_than_seconds
+        return int(self.conn.execute("DELETE FROM jobs WHERE status = 'done' AND updated_at < ?",
+                                     (cutoff,)).rowcount)
