@@ -1,0 +1,423 @@
+"""Auto-recall (seed 001 section 6): L2 memories -> the L1 block, on each prompt.
+
+Two entry points:
+
+* :func:`auto_recall` - what a UserPromptSubmit hook injects. It first decides
+  whether to search at all (:func:`needs_recall`): always on a cold start, on a
+  personal reference ("my", "remember", "last time") and on a new entity or a
+  topic shift; a clear continuation of the current topic is skipped when
+  ``auto_recall.skip_on_continuation`` is on. It then searches, ranks, drops
+  what is under the relevance threshold or already visible in the
+  conversation, and keeps at most ``auto_recall.max_memories`` (5) memories
+  within ``auto_recall.max_tokens`` (800).
+* :func:`recall_block` - explicit recall (``dexai memory recall``, the
+  ``recall`` tool, the LoCoMo benchmark). Same search and ranking, no
+  continuation check, and by default *budget mode*: as many memories as fit
+  ``max_tokens`` (not capped at 5) above a low relevance floor. Pass
+  ``max_memories=5`` to get exactly what auto-recall would inject for a cold
+  start. :attr:`RecallResult.memories` are exactly the memories in the text.
+
+What "relevance" means
+----------------------
+The provider's fused score is reciprocal-rank based: the best hit of any
+query scores 1.0 even when it is unrelated, so it cannot be thresholded.
+Relevance is therefore computed from evidence, in [0, 1]:
+
+* semantic: the cosine similarity of the query and the memory (MiniLM), mapped
+  linearly so that cosine 0.10 -> 0 and 0.50 -> 1 (``(cos - 0.1) / 0.4``).
+  Measured on MiniLM: unrelated pairs score cosine -0.1..0.22, paraphrases
+  0.45..0.9;
+* lexical: the share of the query's content words found in the memory
+  (light stemming; stop words and "user" ignored), or, for short memories,
+  the share of the memory's content words found in the query when at least
+  two match.
+
+``relevance = max(semantic, lexical)``. The default threshold 0.6 thus means
+"cosine >= 0.34, or most of the query's content words present". Ranking then
+fuses relevance with the provider's rank score, importance and recency::
+
+    score = 0.70 * relevance + 0.15 * rank_score + 0.10 * importance/10 + 0.05 * recency
+
+where recency is ``exp(-age_days / 30)``. A memory is "already visible" when
+its content (normalised) is a substring of the recent conversation or 90 % of
+its content words appear there, or its id was injected earlier in the session.
+
+This module imports only the standard library and the stdlib-only parts of the
+package (models, tokens, block), so the command-hook fast path reuses it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .block import (
+    EMPTY_BLOCK,
+    FENCE_TOKENS,
+    SECTION_TITLES,
+    BlockInputs,
+    L1Block,
+    budgets_of,
+    compose_block,
+    gather_block_inputs,
+)
+from .models import Memory, SearchFilters, SearchResult, utcnow
+from .tokens import count_tokens
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .providers.base import MemoryProvider
+
+logger = logging.getLogger(__name__)
+
+#: Memories fetched from the provider before ranking and filtering.
+DEFAULT_POOL = 40
+#: Relevance floor of budget mode (recall_block): "some evidence at all".
+BUDGET_MODE_FLOOR = 0.15
+#: Weights of the final ranking score.
+W_RELEVANCE, W_RANK, W_IMPORTANCE, W_RECENCY = 0.70, 0.15, 0.10, 0.05
+RECENCY_HALF_DAYS = 30.0
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'-]*")
+_STOP = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t don ll ve re m d also get got like really yeah oh ok okay hey hi please
+    thanks thank let lets let's tell know want need make use user user's i'm i've i'd it's that's what's
+    can't don't didn't doesn't isn't""".split()
+)
+_CONTINUATION = re.compile(
+    r"(?i)^\s*(ok(ay)?|k|yes|yep|yeah|sure|no|nope|thanks?( you)?|ty|great|cool|nice|perfect|good|done"
+    r"|go( on| ahead)?|continue|proceed|next|do it|sounds good|lgtm|right|correct|exactly|and\??|more"
+    r"|keep going|carry on|try again|again|retry|fix it|why\??|how\??)[\s.!?]*$"
+)
+_PERSONAL = re.compile(
+    r"(?i)\b(my|mine|our|ours|remember|recall|remind|last time|previously|earlier today|as usual|usual"
+    r"|we (?:discussed|talked|decided|agreed|said|chose)|i (?:told|said|mentioned|asked)"
+    r"|(?:did|do|have|am|was) i\b|you know (?:me|my)|prefer(?:ence|red|s)?|favou?rite)\b"
+)
+_ENTITY = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-zA-Z0-9]*)+|[A-Z]{2,}[0-9]*|[A-Z][a-z]{2,}|"
+                     r"[a-z]+_[a-z0-9_]+|#\d+|v?\d+\.\d+(?:\.\d+)?)\b")
+
+
+def _stem(word: str) -> str:
+    w = word.lower().strip("'-_")
+    if w.endswith("'s"):
+        w = w[:-2]
+    for suffix in ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            if suffix in ("ies", "ied"):
+                w += "y"
+            break
+    return w
+
+
+def content_terms(text: str) -> list[str]:
+    """Lower-cased, lightly stemmed content words of ``text`` (stop words removed), unique, in order."""
+    out: dict[str, None] = {}
+    for raw in _WORD.findall(text):
+        low = raw.lower()
+        if low in _STOP or (len(low) < 2 and not low.isdigit()):
+            continue
+        out[_stem(low)] = None
+    return list(out)
+
+
+def fts_terms(text: str, max_terms: int = 32) -> list[str]:
+    """Unstemmed content words of ``text`` for an FTS5 query (the index stems them itself)."""
+    words = [w.lower().strip("'-_") for w in _WORD.findall(text)]
+    keep = [w for w in dict.fromkeys(words) if w and w not in _STOP and (len(w) > 1 or w.isdigit())]
+    return [w.replace('"', "") for w in keep[:max_terms]]
+
+
+def entities(text: str) -> set[str]:
+    """Cheap named-entity guess: capitalised words not starting a sentence, CamelCase,
+    ACRONYMS, snake_case identifiers, #numbers and versions (lower-cased)."""
+    found: set[str] = set()
+    for m in _ENTITY.finditer(text):
+        start = m.start()
+        before = text[:start].rstrip()
+        word = m.group(0)
+        if word[0].isupper() and word[1:].islower() and (not before or before[-1] in ".!?:\n\"'"):
+            continue  # a capital at the start of a sentence is not evidence of a name
+        if word.lower() in _STOP:
+            continue
+        found.add(word.lower())
+    return found
+
+
+def needs_recall(prompt: str, recent: Sequence[str], *, skip_on_continuation: bool = True) -> tuple[bool, str]:
+    """Whether to search memory for ``prompt``, and why.
+
+    Reasons: ``cold start`` (fewer than 2 recent messages), ``personal
+    reference``, ``new entity``, ``topic shift`` (under 20 % of the prompt's
+    content words seen in the last 3 messages), ``always`` (skipping is off);
+    ``continuation`` (an acknowledgement or an on-topic follow-up) means no.
+    """
+    if not prompt.strip():
+        return False, "empty prompt"
+    if not skip_on_continuation:
+        return True, "always"
+    if len(recent) < 2:
+        return True, "cold start"
+    if _CONTINUATION.match(prompt):
+        return False, "continuation"
+    if _PERSONAL.search(prompt):
+        return True, "personal reference"
+    window = " ".join(recent[-3:])
+    if entities(prompt) - entities(window) - set(window.lower().split()):
+        return True, "new entity"
+    terms = content_terms(prompt)
+    if len(terms) >= 3:
+        seen = set(content_terms(window))
+        overlap = sum(1 for t in terms if t in seen) / len(terms)
+        if overlap < 0.2:
+            return True, "topic shift"
+    return False, "continuation"
+
+
+def lexical_relevance(query_terms: Sequence[str], content: str) -> float:
+    """Share of the query's content words in ``content`` (or, for short memories,
+    of the memory's words in the query when at least two match)."""
+    if not query_terms:
+        return 0.0
+    mem_terms = content_terms(content)
+    if not mem_terms:
+        return 0.0
+    mem_set = set(mem_terms)
+    hits = sum(1 for t in query_terms if t in mem_set)
+    query_cover = hits / len(query_terms)
+    q_set = set(query_terms)
+    mem_hits = sum(1 for t in mem_terms if t in q_set)
+    mem_cover = mem_hits / len(mem_terms) if mem_hits >= 2 else 0.0
+    return max(query_cover, mem_cover)
+
+
+def semantic_relevance(similarity: float | None) -> float:
+    """Cosine similarity mapped to [0, 1]: 0.10 -> 0, 0.50 -> 1."""
+    if similarity is None:
+        return 0.0
+    return min(1.0, max(0.0, (similarity - 0.1) / 0.4))
+
+
+def relevance(result: SearchResult, query_terms: Sequence[str]) -> float:
+    """Evidence that ``result`` answers the query, in [0, 1] (see the module docstring)."""
+    return max(semantic_relevance(result.similarity), lexical_relevance(query_terms, result.memory.content))
+
+
+def recency(memory: Memory, now: datetime) -> float:
+    """exp(-age_days / 30), from the memory's creation (or last access, if later)."""
+    ref = memory.created_at
+    if memory.last_accessed and memory.last_accessed > ref:
+        ref = memory.last_accessed
+    age_days = max(0.0, (now - ref).total_seconds() / 86400.0)
+    return math.exp(-age_days / RECENCY_HALF_DAYS)
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledMemory:
+    """A memory chosen by recall, with its final score and relevance."""
+
+    memory: Memory
+    score: float
+    relevance: float
+    similarity: float | None = None
+    bm25_rank: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``dexai memory recall``: id, content, source_ids, score."""
+        return {"id": self.memory.id, "content": self.memory.content,
+                "source_ids": list(self.memory.source_ids), "score": round(self.score, 4)}
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """What recall produced: the block text (``''`` when nothing is injected)."""
+
+    text: str = ""
+    tokens: int = 0
+    memories: tuple[RecalledMemory, ...] = ()
+    skipped_reason: str | None = None
+    latency_ms: float = 0.0
+    #: Why a search was made (``cold start``, ``personal reference``, ...).
+    reason: str | None = None
+    block: L1Block = field(default=EMPTY_BLOCK, repr=False)
+
+    @property
+    def memory_ids(self) -> list[str]:
+        return [r.memory.id for r in self.memories]
+
+    def to_json(self, query: str, **extra: Any) -> dict[str, Any]:
+        """``{"query", "text", "tokens", "memories", "latency_ms"}`` (+ ``extra`` keys)."""
+        return {**extra, "query": query, "text": self.text, "tokens": self.tokens,
+                "memories": [m.to_dict() for m in self.memories], "latency_ms": round(self.latency_ms, 3)}
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+class VisibleContext:
+    """The conversation the model already sees, to drop memories it holds already."""
+
+    def __init__(self, texts: Iterable[str] = (), *, exclude_ids: Iterable[str] = ()):
+        joined = "\n".join(t for t in texts if t)
+        self.norm = _norm(joined)
+        self.terms = set(content_terms(joined))
+        self.exclude_ids = set(exclude_ids)
+
+    def holds(self, memory: Memory) -> bool:
+        if memory.id in self.exclude_ids:
+            return True
+        if not self.norm:
+            return False
+        content = _norm(memory.content)
+        if content and content in self.norm:
+            return True
+        terms = content_terms(memory.content)
+        if len(terms) >= 3:
+            return sum(1 for t in terms if t in self.terms) / len(terms) >= 0.9
+        return False
+
+
+def rank(results: Sequence[SearchResult], query: str, *, now: datetime | None = None) -> list[RecalledMemory]:
+    """Score search results (relevance fused with rank, importance, recency), best first."""
+    now = now or utcnow()
+    terms = content_terms(query)
+    out = []
+    for r in results:
+        rel = relevance(r, terms)
+        score = (W_RELEVANCE * rel + W_RANK * max(0.0, min(1.0, r.score))
+                 + W_IMPORTANCE * r.memory.importance / 10.0 + W_RECENCY * recency(r.memory, now))
+        out.append(RecalledMemory(r.memory, score, rel, r.similarity, r.bm25_rank))
+    out.sort(key=lambda x: (-x.score, x.memory.id))
+    return out
+
+
+def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: VisibleContext | None = None,
+           max_memories: int | None = None, max_tokens: int, section_budget: int | None = None,
+           now: datetime | None = None) -> tuple[L1Block, tuple[RecalledMemory, ...]]:
+    """Filter ranked memories and render the 'Relevant' block within the budgets.
+
+    Returns the block and exactly the memories that made it into the text.
+    """
+    chosen: list[RecalledMemory] = []
+    for r in ranked:
+        if r.relevance < threshold or (visible is not None and visible.holds(r.memory)):
+            continue
+        chosen.append(r)
+        if max_memories is not None and len(chosen) >= max_memories:
+            break
+    if not chosen:
+        return EMPTY_BLOCK, ()
+    budget = section_budget if section_budget is not None else max_tokens - FENCE_TOKENS
+    budgets = (0, max(count_tokens(SECTION_TITLES["relevant"]) + 1, budget), 0, 0)
+    inputs = BlockInputs(relevant=[r.memory for r in chosen], scores={r.memory.id: r.score for r in chosen})
+    block = compose_block(inputs, budgets=budgets, max_tokens=max_tokens, now=now)
+    by_id = {r.memory.id: r for r in chosen}
+    return block, tuple(by_id[m.id] for m in block.memories)
+
+
+async def _search(provider: MemoryProvider, query: str, user_id: str, project: str | None,
+                  pool: int) -> list[SearchResult]:
+    return await provider.search(query, user_id=user_id, filters=SearchFilters(project=project), limit=pool)
+
+
+async def auto_recall(provider: MemoryProvider, user_id: str, prompt: str, recent: Sequence[str],
+                      settings: Settings, *, project: str | None = None, exclude_ids: Iterable[str] = (),
+                      pool: int = DEFAULT_POOL, now: datetime | None = None,
+                      record_retrieval: bool = False) -> RecallResult:
+    """What to inject for ``prompt`` given the ``recent`` conversation (see the module docstring).
+
+    ``exclude_ids`` are memories already injected in this session. Never
+    raises for a skip: ``skipped_reason`` says why nothing was injected
+    (``disabled``, ``continuation``, ``no results``, ``below threshold``, ...).
+    Provider errors propagate (the hook layer turns them into a no-op).
+    """
+    t0 = time.perf_counter()
+    cfg = settings.auto_recall
+
+    def done(reason: str | None, block: L1Block = EMPTY_BLOCK, mems: tuple[RecalledMemory, ...] = (),
+             why: str | None = None) -> RecallResult:
+        return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, why, block)
+
+    if not cfg.enabled or cfg.max_memories == 0:
+        return done("disabled")
+    go, why = needs_recall(prompt, recent, skip_on_continuation=cfg.skip_on_continuation)
+    if not go:
+        return done(why)
+    results = await _search(provider, prompt, user_id, project, pool)
+    if not results:
+        return done("no results", why=why)
+    ranked = rank(results, prompt, now=now)
+    visible = VisibleContext([*recent, prompt], exclude_ids=exclude_ids)
+    block, mems = select(ranked, threshold=cfg.relevance_threshold, visible=visible,
+                         max_memories=cfg.max_memories, max_tokens=cfg.max_tokens,
+                         section_budget=min(settings.l1_block.memories_tokens, cfg.max_tokens - FENCE_TOKENS),
+                         now=now)
+    if not mems:
+        return done("below threshold" if all(r.relevance < cfg.relevance_threshold for r in ranked)
+                    else "already visible", why=why)
+    if record_retrieval:
+        await provider.record_retrieval([r.memory.id for r in mems], user_id=user_id)
+    return done(None, block, mems, why)
+
+
+async def recall_block(provider: MemoryProvider, user_id: str, query: str, settings: Settings, *,
+                       project: str | None = None, max_memories: int | None = None,
+                       max_tokens: int | None = None, threshold: float | None = None,
+                       recent: Sequence[str] = (), pool: int = DEFAULT_POOL,
+                       now: datetime | None = None) -> RecallResult:
+    """Explicit recall for ``query``: the block and exactly the memories in it.
+
+    Budget mode by default: memories are added best first while they fit
+    ``max_tokens`` (default ``auto_recall.max_tokens``, 800), above a low
+    relevance floor (:data:`BUDGET_MODE_FLOOR`). ``max_memories`` caps the count
+    (``settings.auto_recall.max_memories`` reproduces auto-recall), and
+    ``threshold`` overrides the floor.
+    """
+    t0 = time.perf_counter()
+    limit = max_tokens or settings.auto_recall.max_tokens
+    results = await _search(provider, query, user_id, project, max(pool, (max_memories or 0) * 2))
+    ranked = rank(results, query, now=now)
+    visible = VisibleContext(recent) if recent else None
+    floor = BUDGET_MODE_FLOOR if threshold is None else threshold
+    block, mems = select(ranked, threshold=floor, visible=visible, max_memories=max_memories,
+                         max_tokens=limit, now=now)
+    reason = None if mems else ("no results" if not results else "below threshold")
+    return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
+
+
+async def l1_block(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None = None,
+                   recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
+                   max_tokens: int | None = None, now: datetime | None = None) -> L1Block:
+    """The full L1 block (profile, relevant, commitments, session state) for re-injection
+    after compaction. ``query`` (the last user prompt, if any) selects the relevant memories."""
+    cfg = settings.l1_block
+    relevant: list[Memory] = []
+    scores: dict[str, float] = {}
+    if query:
+        ranked = rank(await _search(provider, query, user_id, project, DEFAULT_POOL), query, now=now)
+        visible = VisibleContext(recent)
+        for r in ranked:
+            if r.relevance >= settings.auto_recall.relevance_threshold and not visible.holds(r.memory):
+                relevant.append(r.memory)
+                scores[r.memory.id] = r.score
+            if len(relevant) >= settings.auto_recall.max_memories:
+                break
+    inputs = await gather_block_inputs(provider, user_id=user_id, project=project, relevant=relevant,
+                                       scores=scores, commitments_due_days=cfg.commitments_due_days,
+                                       session_id=session_id, now=now)
+    total = max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS
+    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now)
