@@ -268,10 +268,10 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
                 parts[idx] = (lines if items else [], items)
                 break
         text = assemble()
-    items = tuple(i for _, its in parts for i in its)
-    if not text or not items:
+    kept = tuple(i for _, its in parts for i in its)
+    if not text or not kept:
         return EMPTY_BLOCK
-    return L1Block(text, count_tokens(text), items)
+    return L1Block(text, count_tokens(text), kept)
 
 
 def render_block(*, profile: Sequence[Memory] = (), relevant: Sequence[Memory] = (),

@@ -464,7 +464,7 @@ def _turn_id(session_id: str | None, kind: str, text: str) -> str:
 
 
 def enqueue(settings: Settings, payload: dict[str, Any], *, kind: str, role: str, text: str,
-            context: Sequence[str] = (), turn_id: str | None = None) -> bool:
+            context: Sequence[str] = (), turn_id: str | None = None, user_id: str | None = None) -> bool:
     """Gate ``text`` and, when it passes, commit it to ``<home>/queue.db`` (redacted). Returns
     True when a job was queued."""
     from .gate import Gate
@@ -478,7 +478,7 @@ def enqueue(settings: Settings, payload: dict[str, Any], *, kind: str, role: str
         return False
     turn = {
         "id": turn_id or _turn_id(payload.get("session_id"), kind, text),
-        "user_id": user_id_for(payload),
+        "user_id": user_id or user_id_for(payload),
         "content": redact(text),
         "role": role,
         "timestamp": utcnow().isoformat(),

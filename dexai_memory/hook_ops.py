@@ -1,0 +1,193 @@
+"""What the hooks do, against a provider: recall, the L1 block, the compaction
+checkpoint and the end-of-session step.
+
+Shared by the in-process Agent SDK hooks (:mod:`dexai_memory.hooks`) and the
+daemon's socket operations that command hooks call (:func:`register_ipc_ops`),
+so both paths inject the same blocks. Transport-free: no claude_agent_sdk here.
+
+Socket operations (request ``{"op": ..., ...}`` -> reply dict):
+
+``hook.recall``      ``user_id, prompt, recent, project, exclude_ids`` -> ``text, tokens, memory_ids, skipped_reason``
+``hook.l1_block``    ``user_id, query, recent, project, session_id, snapshot`` -> ``text, tokens, memory_ids``
+``hook.pre_compact`` ``user_id, session_id, snapshot, trigger, transcript_backup, project`` -> ``flushed, snapshot_id``
+``hook.turn_end``    ``user_id, session_id`` -> ``{}`` (wakes the queue worker)
+``hook.session_end`` ``user_id, session_id`` -> ``flushed, new_notes, consolidation_scheduled``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .block import L1Block
+from .config import Settings
+from .errors import DexaiMemoryError, MemoryNotFound
+from .models import Memory, MemoryType, SearchFilters, Tier, utcnow
+from .providers.base import MemoryProvider
+from .recall import RecallResult, auto_recall, l1_block
+
+logger = logging.getLogger(__name__)
+
+#: Seconds PreCompact waits for the extraction queue to drain.
+FLUSH_TIMEOUT = 20.0
+
+
+def snapshot_id(session_id: str | None) -> str:
+    """The id of a session's working-state snapshot (one per session, updated in place)."""
+    sid = "".join(c if c.isalnum() or c in "-_" else "_" for c in (session_id or "default"))[:100]
+    return f"snapshot_{sid}"
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class HookActions:
+    """The hooks' work on ``provider``; ``flush`` and ``schedule_consolidation`` are
+    optional callables of the daemon (sync or async)."""
+
+    def __init__(self, settings: Settings, provider: MemoryProvider, *,
+                 flush: Callable[[], Awaitable[Any] | Any] | None = None,
+                 schedule_consolidation: Callable[[str], Awaitable[Any] | Any] | None = None):
+        self.settings = settings
+        self.provider = provider
+        self._flush = flush
+        self._schedule = schedule_consolidation
+
+    async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
+                     exclude_ids: Sequence[str] = ()) -> RecallResult:
+        """Auto-recall for a prompt (see :func:`dexai_memory.recall.auto_recall`)."""
+        return await auto_recall(self.provider, user_id, prompt, recent, self.settings, project=project,
+                                 exclude_ids=exclude_ids, record_retrieval=True)
+
+    async def l1(self, *, user_id: str, query: str | None = None, recent: Sequence[str] = (),
+                 project: str | None = None, session_id: str | None = None,
+                 snapshot: str | None = None) -> L1Block:
+        """The full L1 block; ``snapshot`` (text) is stored first so it shows as session state."""
+        if snapshot:
+            await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot, project=None)
+        return await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,
+                              session_id=session_id)
+
+    async def store_snapshot(self, *, user_id: str, session_id: str | None, text: str,
+                             project: str | None = None) -> Memory:
+        """Write (or refresh) the session's SNAPSHOT memory."""
+        sid = snapshot_id(session_id)
+        try:
+            await self.provider.get(sid, user_id=user_id)
+            return await self.provider.update(sid, user_id=user_id, content=text)
+        except MemoryNotFound:
+            return await self.provider.add(Memory(id=sid, content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
+                                                  session_id=session_id, project=project, importance=6))
+
+    async def archive_transcript(self, *, user_id: str, session_id: str | None, path: str, trigger: str | None,
+                                 project: str | None = None) -> Memory:
+        """Record a transcript backup as an L3 TRANSCRIPT memory pointing at the file."""
+        size = await asyncio.to_thread(lambda: Path(path).stat().st_size if Path(path).exists() else 0)
+        return await self.provider.add(Memory(
+            content=f"Transcript of session {session_id or '?'} before {trigger or 'manual'} compaction: {path}",
+            user_id=user_id, type=MemoryType.TRANSCRIPT, tier=Tier.L3, session_id=session_id, project=project,
+            importance=3, metadata={"path": path, "bytes": size, "trigger": trigger,
+                                    "archived_at": utcnow().isoformat()}))
+
+    async def flush(self, wait: float = FLUSH_TIMEOUT) -> bool:
+        """Drain the extraction queue (True when it emptied within ``wait`` seconds)."""
+        if self._flush is None:
+            return False
+        try:
+            result = await asyncio.wait_for(_maybe_await(self._flush()), wait)
+        except TimeoutError:
+            logger.warning("queue flush did not finish within %ss; the rest stays queued", wait)
+            return False
+        return result is not False
+
+    async def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None,
+                          trigger: str | None, transcript_backup: str | None,
+                          project: str | None = None) -> dict[str, Any]:
+        """The checkpoint: archive the transcript backup, flush the queue, store the task snapshot."""
+        out: dict[str, Any] = {}
+        if transcript_backup:
+            out["transcript_id"] = (await self.archive_transcript(
+                user_id=user_id, session_id=session_id, path=transcript_backup, trigger=trigger,
+                project=project)).id
+        out["flushed"] = await self.flush()
+        if snapshot:
+            out["snapshot_id"] = (await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot,
+                                                            project=project)).id
+        return out
+
+    async def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
+        """Flush, then schedule consolidation when the session added enough notes."""
+        flushed = await self.flush()
+        new_notes = 0
+        if session_id:
+            new_notes = await self.provider.count(user_id=user_id, filters=SearchFilters(session_id=session_id))
+            new_notes -= await self.provider.count(user_id=user_id, filters=SearchFilters(
+                session_id=session_id, types=(MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT)))
+        scheduled = False
+        if new_notes >= self.settings.consolidation.min_new_notes and self._schedule is not None:
+            await _maybe_await(self._schedule(user_id))
+            scheduled = True
+        return {"flushed": flushed, "new_notes": new_notes, "consolidation_scheduled": scheduled}
+
+
+def actions_for_daemon(daemon: Any) -> HookActions:
+    """:class:`HookActions` on a running ``MemoryDaemon`` (its provider, settings and flush)."""
+    return HookActions(daemon.settings, daemon.provider, flush=getattr(daemon, "flush", None),
+                       schedule_consolidation=getattr(daemon, "schedule_consolidation", None))
+
+
+def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
+    """Register the ``hook.*`` socket operations on ``daemon.ipc`` (see the module docstring)."""
+    act = actions or actions_for_daemon(daemon)
+
+    def ids(block: L1Block | RecallResult) -> list[str]:
+        if isinstance(block, RecallResult):
+            return block.memory_ids
+        return [m.id for m in block.memories]
+
+    async def op_recall(req: dict[str, Any]) -> dict[str, Any]:
+        r = await act.recall(user_id=str(req["user_id"]), prompt=str(req.get("prompt") or ""),
+                             recent=list(req.get("recent") or []), project=req.get("project"),
+                             exclude_ids=list(req.get("exclude_ids") or []))
+        return {"text": r.text, "tokens": r.tokens, "memory_ids": ids(r), "skipped_reason": r.skipped_reason,
+                "latency_ms": r.latency_ms}
+
+    async def op_l1(req: dict[str, Any]) -> dict[str, Any]:
+        b = await act.l1(user_id=str(req["user_id"]), query=req.get("query"), recent=list(req.get("recent") or []),
+                         project=req.get("project"), session_id=req.get("session_id"), snapshot=req.get("snapshot"))
+        return {"text": b.text, "tokens": b.tokens, "memory_ids": ids(b)}
+
+    async def op_pre_compact(req: dict[str, Any]) -> dict[str, Any]:
+        return await act.pre_compact(user_id=str(req["user_id"]), session_id=req.get("session_id"),
+                                     snapshot=req.get("snapshot"), trigger=req.get("trigger"),
+                                     transcript_backup=req.get("transcript_backup"), project=req.get("project"))
+
+    async def op_turn_end(req: dict[str, Any]) -> dict[str, Any]:
+        notify = getattr(getattr(daemon, "queue", None), "_notify", None)
+        if callable(notify):
+            notify()
+        return {}
+
+    async def op_session_end(req: dict[str, Any]) -> dict[str, Any]:
+        return await act.session_end(user_id=str(req["user_id"]), session_id=req.get("session_id"))
+
+    for op, handler in (("hook.recall", op_recall), ("hook.l1_block", op_l1), ("hook.pre_compact", op_pre_compact),
+                        ("hook.turn_end", op_turn_end), ("hook.session_end", op_session_end)):
+        daemon.ipc.register(op, _guard(op, handler))
+
+
+def _guard(op: str, handler: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+           ) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    async def wrapped(req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await handler(req)
+        except (DexaiMemoryError, KeyError, ValueError, OSError) as exc:
+            logger.warning("socket op %s failed: %s", op, exc)
+            return {"ok": False, "error": str(exc)}
+
+    return wrapped
