@@ -1,0 +1,248 @@
+"""The cold path: consolidation (L2 clusters -> one L3 abstract) and retention cleanup.
+
+Seed 001 sections 3.2 and 3.3. Both run on the daemon's schedule and on
+demand (``dexai memory consolidate``).
+
+:func:`consolidate`
+    Takes the valid L2 memories of one user older than
+    ``consolidation.min_age_days`` (not pinned; commitments, tasks,
+    snapshots and transcripts are left alone), clusters them by similarity,
+    and merges every cluster of at least ``min_cluster_size`` into one L3
+    abstract written by the summarizer (Haiku with a key, an extractive
+    summary offline). ``provider.consolidate`` keeps every source id on the
+    abstract and marks the originals superseded by it (never deleted).
+    Similarity is the cosine of the provider's embedder vectors when it has
+    one, else the word overlap of the two texts (shared content words over
+    the smaller text's words); both are compared with
+    ``consolidation.cluster_similarity``. Clustering is greedy and
+    deterministic: the oldest unclustered memory seeds a cluster of every
+    unclustered memory at least that similar to it, within one project.
+
+:func:`cleanup`
+    Archives (tier L3, ``archived``) valid memories older than their type's
+    ``retention`` days (null = forever; session notes and snapshots 7 days by
+    default). Pinned memories are never touched. Each archive is logged in
+    the memory's history with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
+from .supersession import content_words
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .providers.base import MemoryProvider
+
+logger = logging.getLogger(__name__)
+
+#: Types consolidation never merges (they have their own lifecycle).
+NOT_CONSOLIDATED = frozenset({MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT})
+ProgressCallback = Callable[[int], None]
+
+
+class Summarizer(Protocol):
+    """What consolidation needs from ``extraction.make_summarizer``."""
+
+    async def summarize(self, contents: list[str]) -> str: ...
+
+
+@dataclass
+class MergedCluster:
+    """One cluster: its members and (unless dry run) the abstract that replaced them."""
+
+    member_ids: list[str]
+    contents: list[str]
+    min_similarity: float
+    abstract_id: str | None = None
+    summary: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"member_ids": self.member_ids, "contents": self.contents,
+                "min_similarity": round(self.min_similarity, 4), "abstract_id": self.abstract_id,
+                "summary": self.summary}
+
+
+@dataclass
+class ConsolidationReport:
+    """What :func:`consolidate` merged (or would merge, in a dry run)."""
+
+    user_id: str
+    dry_run: bool
+    candidates: int = 0
+    method: str = "embedding"
+    clusters: list[MergedCluster] = field(default_factory=list)
+
+    @property
+    def superseded(self) -> int:
+        """Memories superseded by an abstract."""
+        return sum(len(c.member_ids) for c in self.clusters)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "dry_run": self.dry_run, "candidates": self.candidates,
+                "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
+                "clusters": [c.to_dict() for c in self.clusters]}
+
+
+@dataclass
+class ArchivedMemory:
+    id: str
+    type: str
+    age_days: float
+    content: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "age_days": round(self.age_days, 1), "content": self.content}
+
+
+@dataclass
+class CleanupReport:
+    """What :func:`cleanup` archived (or would archive, in a dry run)."""
+
+    user_id: str
+    dry_run: bool
+    archived: list[ArchivedMemory] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "dry_run": self.dry_run, "archived_count": len(self.archived),
+                "archived": [a.to_dict() for a in self.archived]}
+
+
+# --------------------------------------------------------------------------- similarity
+def word_overlap(a: str, b: str) -> float:
+    """Shared content words over the smaller text's content words (0-1)."""
+    wa, wb = content_words(a), content_words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / min(len(wa), len(wb))
+
+
+def similarity_matrix(contents: Sequence[str], vectors: np.ndarray | None) -> np.ndarray:
+    """Pairwise similarities: cosine of unit vectors when given, else :func:`word_overlap`."""
+    n = len(contents)
+    if vectors is not None:
+        v = np.asarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        v = v / np.clip(norms, 1e-12, None)
+        return np.asarray(v @ v.T, dtype=np.float64)
+    sims = np.eye(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            sims[i, j] = sims[j, i] = word_overlap(contents[i], contents[j])
+    return sims
+
+
+def cluster(memories: Sequence[Memory], sims: np.ndarray, threshold: float,
+            min_size: int) -> list[tuple[list[int], float]]:
+    """Greedy clusters (indices, min similarity to the seed) of at least ``min_size`` members.
+
+    Memories are visited oldest first; each unclustered one seeds a cluster
+    of the unclustered memories of the same project at least ``threshold``
+    similar to it.
+    """
+    order = sorted(range(len(memories)), key=lambda i: (memories[i].created_at, memories[i].id))
+    taken: set[int] = set()
+    out: list[tuple[list[int], float]] = []
+    for i in order:
+        if i in taken:
+            continue
+        members = [j for j in order if j != i and j not in taken and memories[j].project == memories[i].project
+                   and sims[i, j] >= threshold]
+        if len(members) + 1 < min_size:
+            continue
+        group = [i, *members]
+        taken.update(group)
+        out.append((group, float(min(sims[i, j] for j in members))))
+    return out
+
+
+# --------------------------------------------------------------------------- consolidation
+async def consolidation_candidates(provider: MemoryProvider, user_id: str, settings: Settings, *,
+                                   now: datetime | None = None) -> list[Memory]:
+    """Valid, unpinned L2 memories of ``user_id`` old enough to consolidate."""
+    cutoff = (now or utcnow()) - timedelta(days=settings.consolidation.min_age_days)
+    types = tuple(t for t in MemoryType if t not in NOT_CONSOLIDATED)
+    return await provider.list(user_id=user_id, filters=SearchFilters(
+        types=types, tiers=(Tier.L2,), created_before=cutoff, pinned=False), limit=100_000)
+
+
+async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings, summarizer: Summarizer | None,
+                      *, dry_run: bool = False, now: datetime | None = None,
+                      progress: ProgressCallback | None = None) -> ConsolidationReport:
+    """Merge clusters of similar old L2 memories into L3 abstracts (see the module docstring).
+
+    In a dry run nothing is written and no summary is made (``summarizer``
+    may be None). ``progress(1)`` is called per cluster.
+    """
+    cfg = settings.consolidation
+    memories = await consolidation_candidates(provider, user_id, settings, now=now)
+    embedder = getattr(provider, "embedder", None)
+    report = ConsolidationReport(user_id=user_id, dry_run=dry_run, candidates=len(memories),
+                                 method="embedding" if embedder is not None else "word-overlap")
+    if len(memories) < cfg.min_cluster_size:
+        return report
+    contents = [m.content for m in memories]
+    vectors = await embedder.aembed_batch(contents) if embedder is not None else None
+    sims = similarity_matrix(contents, vectors)
+    for indices, min_sim in cluster(memories, sims, cfg.cluster_similarity, cfg.min_cluster_size):
+        members = [memories[i] for i in indices]
+        merged = MergedCluster(member_ids=[m.id for m in members], contents=[m.content for m in members],
+                               min_similarity=min_sim)
+        if not dry_run:
+            if summarizer is None:
+                raise ValueError("consolidate needs a summarizer unless dry_run is set")
+            merged.summary = (await summarizer.summarize(merged.contents)).strip() or " / ".join(merged.contents)
+            abstract = await provider.consolidate(
+                merged.member_ids, merged.summary, user_id=user_id,
+                reason=f"consolidated {len(members)} similar memories ({report.method} similarity >= "
+                       f"{cfg.cluster_similarity:.2f})")
+            merged.abstract_id = abstract.id
+            logger.info("consolidated %d memories of %s into %s", len(members), user_id, abstract.id)
+        report.clusters.append(merged)
+        if progress:
+            progress(1)
+    return report
+
+
+# --------------------------------------------------------------------------- cleanup
+async def cleanup(provider: MemoryProvider, user_id: str, settings: Settings, *, dry_run: bool = False,
+                  now: datetime | None = None) -> CleanupReport:
+    """Archive valid memories past their type's retention (never pinned ones)."""
+    now = now or utcnow()
+    report = CleanupReport(user_id=user_id, dry_run=dry_run)
+    for type_name, days in sorted(settings.retention.items()):
+        if days is None:
+            continue
+        mtype = MemoryType.parse(type_name)
+        expired = await provider.list(user_id=user_id, filters=SearchFilters(
+            types=(mtype,), created_before=now - timedelta(days=days), pinned=False), limit=100_000)
+        for m in expired:
+            if m.pinned:  # backends that ignore the pinned filter
+                continue
+            age = (now - m.created_at).total_seconds() / 86400
+            report.archived.append(ArchivedMemory(m.id, mtype.value, age, m.content))
+            if dry_run:
+                continue
+            await provider.update(m.id, user_id=user_id, tier=Tier.L3, archived=True)
+            await provider.record_event(MemoryEvent(
+                m.id, "ARCHIVED", f"retention: {mtype.value} kept {days} days, this one is {age:.0f} days old", now,
+            ), user_id=user_id)
+    if report.archived and not dry_run:
+        logger.info("archived %d memories of %s by retention", len(report.archived), user_id)
+    return report
+
+
+async def known_users(provider: MemoryProvider) -> list[str]:
+    """Every user of the store, where the backend can list them (the native one can); else []."""
+    users = getattr(provider, "users", None)
+    if users is None:
+        return []
+    return list(await users())
