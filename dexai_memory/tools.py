@@ -57,17 +57,16 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .block import neutralise
+from .config import Settings, load_settings
 from .errors import DexaiMemoryError, InvalidMemory, MemoryNotFound
 from .models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
 from .privacy import REDACTED, redact
 from .providers.base import MemoryProvider
+from .recall import RecalledMemory, recall_block
 from .supersession import content_words, resolve
-
-if TYPE_CHECKING:
-    from .config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +77,8 @@ TOOL_NAMES = ("remember", "forget", "recall")
 MAX_CONTENT_CHARS = 1000
 #: Cosine similarity at or above which a memory strongly matches a ``forget`` query.
 DEFAULT_STRONG_SIMILARITY = 0.6
+#: Token budget of a ``recall`` tool answer (the block it is ranked into).
+RECALL_MAX_TOKENS = 2000
 #: Memory types a new ``remember`` is compared with (durable statements only).
 DURABLE_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
                  MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.EVENT)
@@ -226,10 +227,10 @@ class ForgetResult:
 
 @dataclass(frozen=True, slots=True)
 class RecallResult:
-    """The memories :func:`recall` found, best first."""
+    """The memories :func:`recall` found, best first, with their recall scores."""
 
     query: str
-    results: tuple[SearchResult, ...] = field(default_factory=tuple)
+    results: tuple[RecalledMemory, ...] = field(default_factory=tuple)
 
     @property
     def memories(self) -> list[Memory]:
@@ -237,7 +238,7 @@ class RecallResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query,
-                "memories": [{**_brief(r.memory), "score": r.score} for r in self.results]}
+                "memories": [{**_brief(r.memory), "score": round(r.score, 4)} for r in self.results]}
 
     def to_text(self) -> str:
         if not self.results:
@@ -358,15 +359,19 @@ async def forget(source: MemoryProvider | Any, *, user_id: str, memory_id: str |
 
 
 async def recall(source: MemoryProvider | Any, query: str, *, user_id: str, limit: int = 5,
-                 project: str | None = None) -> RecallResult:
-    """Search the memories of ``user_id``: best first, with ids and dates. Counts the retrieval."""
+                 project: str | None = None, settings: Settings | None = None) -> RecallResult:
+    """Search the memories of ``user_id`` with :func:`dexai_memory.recall.recall_block`
+    (relevance-ranked, weak matches dropped): best first, with ids and dates. Counts the retrieval."""
     provider = resolve_provider(source)
     query = " ".join(str(query or "").split())
     limit = max(1, min(int(limit or 5), 20))
-    results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project), limit=limit)
-    if results:
-        await provider.record_retrieval([r.memory.id for r in results], user_id=user_id)
-    return RecallResult(query, tuple(results))
+    if not query:
+        return RecallResult(query)
+    found = await recall_block(provider, user_id, query, settings or load_settings(), project=project,
+                               max_memories=limit, max_tokens=RECALL_MAX_TOKENS)
+    if found.memories:
+        await provider.record_retrieval(found.memory_ids, user_id=user_id)
+    return RecallResult(query, tuple(found.memories))
 
 
 # --------------------------------------------------------------------------- binding and MCP
@@ -441,7 +446,8 @@ class MemoryTools:
         self.user_id = user_id
         self.project = project
         self.session_id = session_id
-        self.top_k = settings.supersession.comparison_top_k if settings is not None else 10
+        self.settings = settings or load_settings()
+        self.top_k = self.settings.supersession.comparison_top_k
 
     async def remember(self, content: str, category: str | Category) -> RememberResult:
         return await remember(self.source, content, category, user_id=self.user_id, project=self.project,
@@ -452,7 +458,8 @@ class MemoryTools:
                             project=self.project)
 
     async def recall(self, query: str, limit: int = 5) -> RecallResult:
-        return await recall(self.source, query, user_id=self.user_id, limit=limit, project=self.project)
+        return await recall(self.source, query, user_id=self.user_id, limit=limit, project=self.project,
+                            settings=self.settings)
 
     async def handle_remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
         try:
