@@ -1,0 +1,559 @@
+"""The offline extractor: rules and patterns, no model, no network.
+
+It turns first-person chat into durable third-person notes naming the
+speaker, with relative dates resolved against the turn's timestamp::
+
+    Caroline (8 May 2023): "I went to a LGBTQ support group yesterday."
+    -> "Caroline went to a LGBTQ support group on 7 May 2023."  (EVENT, 2023-05-07)
+
+Per turn: redact secrets, split into sentences, drop filler and pure
+questions (a leading statement clause of a question is kept), resolve dates,
+rewrite pronouns (I/me/my/mine/myself/I'm/I've/I'll/I'd -> the speaker;
+you/your -> the other speaker when known; we/us/our -> the speaker and the
+other speaker, or the speaker's family/group), classify the type, score the
+importance (1-10) with the heuristic gate, and attach a commitment (what,
+who, due date) to promises and reminders. A short answer to the previous
+speaker's question is kept together with that question. An image caption in
+``turn.metadata["caption"]`` becomes "<speaker> shared a photo of ...".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, time
+
+from .dates import ResolvedDate, format_day, is_future, rewrite_dates
+from .extraction import Extractor
+from .gate import Gate, is_filler, regex_entities
+from .models import Commitment, ExtractedNote, MemoryType, Turn
+from .privacy import redact
+
+__all__ = ["OfflineExtractor"]
+
+#: Turns handled inline; larger batches go to a worker thread.
+_INLINE_TURNS = 32
+
+_ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|Mt|No)\.$", re.I)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\s*\n+\s*")
+_SPACES = re.compile(r"\s+")
+_LEADING_NOISE = re.compile(
+    r"^(?:(?:yeah|yes|yep|yup|yea|wow|whoa|woah|oh|ooh|hey|hi|hello|well|and|but|haha+|hehe+|lol|totally|"
+    r"definitely|absolutely|sure|ok|okay|aw+|omg|cool|nice|great|awesome|true|right|honestly|actually|btw|"
+    r"by the way|anyway|anyways|also|plus|oh man|man|dude|gosh|hmm+|um+|thanks|thank you|congrats|"
+    r"so(?=\s*,)|"
+    r"congratulations|yay|woohoo|exactly|indeed|no way|of course|ah+|sorry|hah|ha)\b[\s,!.:;-]*)+",
+    re.I,
+)
+_LEADING_VOCATIVE = re.compile(r"^[A-Z][a-z]+[,!]\s+")
+_TRAILING_VOCATIVE = re.compile(r",\s+[A-Z][a-z]+(?=[.!?]*$)")
+_WH_START = re.compile(
+    r"^(?:what|who|whom|whose|where|when|why|how|which|do|does|did|is|are|was|were|can|could|will|would|should|"
+    r"have|has|had|any|anything|ever|wanna|got|shall|may|might|isn't|aren't|don't|didn't|won't|hasn't|haven't)\b",
+    re.I,
+)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself|we|we're|we've|we'll|we'd|us|our|ours)\b",
+                           re.I)
+_SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|you'll|you'd|your|yours|yourself)\b", re.I)
+_CONTENT_WORD = re.compile(r"[A-Za-z][a-z'\-]{2,}")
+_STOP = frozenset(
+    "the and that this with for was were are is it's its you your yours our ours they them their there here "
+    "have has had been being but not just really very so too also what when where who how why which would could "
+    "should will can did does doing done get got gets getting some any all one more much many such than then "
+    "thats that's it'll i'll i'm i've i'd me my mine myself we we're we've we'd us out about from into onto over "
+    "like totally definitely absolutely sure yeah wow cool nice great awesome amazing thanks thank looks look "
+    "sounds sound seems seem good well know think glad love lovely happy super pretty kinda things thing stuff "
+    "lot lots always never ever even still yes yep nope check pic pics picture photo peek".split()
+)
+_SUBJECTLESS = re.compile(
+    r"^(?:(?P<past>just |recently |finally |also )?(?P<verb>been|got|went|joined|started|picked|finished|had|made|"
+    r"took|bought|visited|tried|learned|learnt|signed up|spent|saw|met|found|did|came back|moved|adopted|"
+    r"decided|gonna|going to|planning|thinking|working|heading|hoping|looking forward|currently|still|off to|"
+    r"can't wait|cannot wait|have to|need to|want to|love|loved|hope|wish)\b)",
+    re.I,
+)
+_SHARED_PIC = re.compile(
+    r"^(?:here(?:'s| is)|this is|check (?:out|this out)|take a look at|look at|sharing|i'm sharing|i found)\s+"
+    r"(?:a |an |the |my |this )?(?:(?:quick |little |recent |old |cute )?(?:pic|picture|photo|snap|shot|screenshot|"
+    r"image|selfie)s?)\s+(?:of|from)\s+(?P<what>.+)$",
+    re.I,
+)
+_PURE_PROMPTS = re.compile(
+    r"^(?:take a look(?: at this)?|check (?:it|this) out|look at this|see this|here you go|here ya go|"
+    r"here it is|here's (?:a pic|a picture|a photo|one|this)|talk (?:to you )?soon|take care|bye|"
+    r"good luck|keep (?:it up|going|at it|up the good work)|you got this|have fun|enjoy|me too|same here|"
+    r"same|you too|no worries|no problem)\b[\s\w']{0,12}[.!?]*$",
+    re.I,
+)
+
+_GROUP_WORDS = ("family", "kids", "children", "husband", "wife", "partner", "boyfriend", "girlfriend", "friends",
+                "team", "parents", "class", "group", "club", "band", "colleagues", "son", "daughter", "dogs",
+                "siblings", "brother", "sister", "mom", "dad", "fiance", "fiancee", "crew", "roommates")
+_GROUP_RE = re.compile(r"\b(?:my|our)\s+(?:\w+\s+)?(?P<g>" + "|".join(_GROUP_WORDS) + r")\b", re.I)
+_RELATIONSHIP = re.compile(
+    r"\b(?:my|our)\s+(?:\w+\s+)?(?:sister|brother|siblings?|friend|friends|bff|husband|wife|partner|boyfriend|"
+    r"girlfriend|fianc[eé]e?|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|grand(?:ma|pa|mother|"
+    r"father|parents?|kids?|children)|aunt|uncle|cousin|niece|nephew|family|neighbou?r|roommate|colleague|"
+    r"coworker|boss|mentor|teammates?|buddy|pal)\b|\b(?:married|engaged|dating|divorced|broke up|"
+    r"adopted|pregnant|baby|newborn)\b",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:I|we)(?:\s+(?:really|also|just|absolutely|totally|truly|kinda|still|do))*\s+(?:like|love|enjoy|prefer|hate|"
+    r"dislike|adore|can't stand|don't like|am (?:a |a big )?fan of|'m (?:a |a big )?fan of)\b|\bfavou?rite\b|"
+    r"\bI(?:'m| am)\s+(?:really\s+|so\s+)?(?:into|keen on|passionate about|obsessed with|a (?:big |huge )?fan of)\b",
+    re.I,
+)
+_COMMITMENT = re.compile(
+    r"\b(?:I|we)\s+promise\b|(?<!to )\bremind\s+(?:me|us)\s+(?:to|about|that|when)\b|"
+    r"\bdon'?t\s+(?:let\s+me\s+)?forget\b|\b(?:I|we)(?:'ll|\s+will|\s+shall)\b|\b(?:I|we)(?:'m|\s+am|'re|\s+are)\s+(?:going\s+to|planning\s+(?:to|on))\b|"
+    r"\b(?:I|we)\s+plan\s+to\b|^\s*(?:going\s+to|planning\s+to)\b",
+    re.I,
+)
+_STRONG_COMMITMENT = re.compile(r"\b(?:I|we)\s+promise\b|(?<!to )\bremind\s+(?:me|us)\s+(?:to|about|that|when)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b", re.I)
+_TASK = re.compile(r"\b(?:I|we)\s+(?:really\s+|still\s+)?(?:need|have|has|got)\s+to\b|\bI\s+must\b|\bI\s+should\b|"
+                   r"\bto-?do\b", re.I)
+_INSIGHT = re.compile(r"\b(?:I|we)\s+(?:\w+\s+)?(?:realized|realised|learned|learnt|discovered|figured out|noticed|"
+                      r"understood|now understand|came to understand)\b|\btaught\s+(?:me|us)\b|\blesson\b", re.I)
+_PAST = re.compile(
+    r"\b(?:I|we)(?:\s+(?:just|recently|finally|also|actually|even|first|once|already))*\s+(?:\w{3,}ed|went|got|made|"
+    r"took|saw|met|had|began|bought|built|ran|won|lost|found|wrote|did|gave|came|left|heard|taught|sang|drove|flew|"
+    r"ate|became|broke|brought|caught|chose|drew|fell|grew|kept|rode|sold|sent|spent|swam|told|wore|paid|quit|"
+    r"spoke|sat|slept|woke|threw|held|led|felt|thought|dug)\b|\b(?:I|we)(?:'ve|\s+have)\s+(?:just\s+)?(?:been|\w{3,}ed|"
+    r"got|gone|done|made|seen|met|won|found|written|bought|built|taken|begun)\b",
+    re.I,
+)
+_STRONG_EMOTION = re.compile(
+    r"\b(?:passed away|died|diagnosed|cancer|divorce|married|engaged|pregnant|born|funeral|hospital|accident|"
+    r"surgery|fired|laid off|promoted|graduated|adopted|moved|new job|important|life-changing|dream)\b",
+    re.I,
+)
+
+_IRREGULAR_3RD = {"am": "is", "are": "is", "was": "was", "were": "was", "have": "has", "do": "does",
+                  "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "wasn't": "wasn't",
+                  "weren't": "wasn't", "go": "goes", "wanna": "wants to", "gotta": "has to", "gonna": "is going to"}
+_NO_CONJUGATION = frozenset(
+    "can could will would should shall might must may can't couldn't won't wouldn't shouldn't mustn't didn't "
+    "did had was also just really always never still often usually sometimes totally definitely actually finally "
+    "recently already even too kinda kind sort truly absolutely honestly so all both only first once probably "
+    "certainly mostly rarely barely hardly literally seriously personally myself and or but, then".split()
+)
+_PAST_IRREGULAR = frozenset(
+    "went got made took saw met had began bought built ran won lost found wrote did gave came left heard taught "
+    "sang drove flew ate became broke brought caught chose drew fell forgot grew kept knew rode sold sent spent "
+    "stood swam told wore read paid put set quit spoke sat slept woke threw held led lent felt thought dug hit "
+    "cut lit meant dealt hung shut let fed fought sought bought wound understood".split()
+)
+_ADVERBS = frozenset(
+    "just really also always never still often usually sometimes totally definitely actually finally recently "
+    "already even kinda truly absolutely honestly so all both only first once probably certainly mostly rarely "
+    "barely hardly literally seriously personally too".split()
+)
+_PRONOUNS = re.compile(
+    r"\b(?P<w>I'm|I've|I'll|I'd|I|me|my|mine|myself|we're|we've|we'll|we'd|we|us|our|ours|ourselves|"
+    r"you're|you've|you'll|you'd|you|your|yours|yourself|yourselves)\b"
+    r"(?P<rest>(?:\s+(?:" + "|".join(sorted(_ADVERBS)) + r"))*)(?P<sp>\s+)?(?P<next>[A-Za-z']+)?",
+    re.I,
+)
+
+
+def _third_person(verb: str) -> str:
+    low = verb.lower()
+    if low in _IRREGULAR_3RD:
+        return _IRREGULAR_3RD[low]
+    if low in _NO_CONJUGATION or low in _PAST_IRREGULAR or low.endswith(("ed", "n't", "ing", "s")) \
+            or not low.isalpha():
+        return verb
+    if low.endswith(("sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _possessive(name: str) -> str:
+    return f"{name}'s"
+
+
+class _Rewriter:
+    """Pronoun rewriting for one speaker."""
+
+    def __init__(self, name: str, other: str | None, we: str):
+        self.name, self.other, self.we = name, other, we
+
+    def __call__(self, text: str) -> str:
+        return _PRONOUNS.sub(self._replace, text)
+
+    def _replace(self, m: re.Match[str]) -> str:
+        word = m.group("w")
+        low = word.lower()
+        if low == "i" and word != "I":
+            pass  # lower-case "i" in chat is still the speaker
+        rest, sp, nxt = m.group("rest") or "", m.group("sp") or "", m.group("next") or ""
+        tail = f"{rest}{sp}{nxt}"
+        name, other, we = self.name, self.other, self.we
+        if low in ("i", "i'm", "i've", "i'll", "i'd"):
+            if low == "i'm":
+                return f"{name} is{tail}"
+            if low == "i've":
+                return f"{name} has{tail}"
+            if low == "i'll":
+                return f"{name} will{tail}"
+            if low == "i'd":
+                return f"{name} would{tail}" if nxt.lower() not in _PAST_IRREGULAR and not nxt.endswith("ed") \
+                    or nxt.lower() in ("love", "like") else f"{name} had{tail}"
+            return f"{name}{rest}{sp}{_third_person(nxt) if nxt else ''}"
+        if low == "me":
+            return f"{name}{tail}"
+        if low in ("my", "mine"):
+            return f"{_possessive(name)}{tail}"
+        if low == "myself":
+            return f"themselves{tail}" if name[0].isupper() else f"{name}{tail}"
+        if low in ("we", "us", "ourselves"):
+            return f"{we}{tail}"
+        if low in ("we're", "we've", "we'll", "we'd"):
+            aux = {"we're": "are", "we've": "have", "we'll": "will", "we'd": "would"}[low]
+            return f"{we} {aux}{tail}"
+        if low in ("our", "ours"):
+            return f"{_possessive(we)}{tail}"
+        if other is None:
+            return m.group(0)
+        if low in ("you", "yourself", "yourselves"):
+            before = m.string[:m.start()].rstrip().lower()
+            subject = not before or before.endswith((",", ".", "!", "?", ";", "-", " that", " if", " when", " because",
+                                                     " since", " and", " but", " so", " as"))
+            if nxt and low == "you" and (subject or nxt.lower() in ("are", "were", "have", "haven't", "aren't")):
+                return f"{other}{rest}{sp}{_third_person(nxt)}"
+            return f"{other}{tail}"
+        if low in ("your", "yours"):
+            return f"{_possessive(other)}{tail}"
+        aux = {"you're": "is", "you've": "has", "you'll": "will", "you'd": "would"}[low]
+        return f"{other} {aux}{tail}"
+
+
+_EMOJI = re.compile(r"\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
+_IMPERATIVE = re.compile(
+    r"^(?:go|keep|stay|check|take|let's|lets|make sure|don't|do not|remember|try|have|enjoy|hang|never|always|"
+    r"believe|trust|look|be|give|tell|let|come|say|see|imagine|congrats|good luck|well done|way to go)\b",
+    re.I,
+)
+
+
+def _split_sentences(text: str) -> list[str]:
+    parts = _SENTENCE_SPLIT.split(_EMOJI.sub(". ", text))
+    out: list[str] = []
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        if out and _ABBREVIATIONS.search(out[-1]):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return out
+
+
+def _clean_sentence(sentence: str) -> str:
+    s = sentence.strip().strip("\"“”'")
+    s = _LEADING_NOISE.sub("", s)
+    s = _LEADING_VOCATIVE.sub("", s)
+    s = _TRAILING_VOCATIVE.sub("", s)
+    s = re.sub(r"\b[Gg]onna\b", "going to", s)
+    s = re.sub(r"\b[Ww]anna\b", "want to", s)
+    s = re.sub(r"\b[Gg]otta\b", "have to", s).replace("`", "'")
+    s = re.sub(r"\b[Kk]inda\b", "kind of", s)
+    s = re.sub(r"\s*[:;]-?[()DPp]\s*|[\U0001F300-\U0001FAFF\u2600-\u27BF]+", " ", s)
+    return _SPACES.sub(" ", s).strip(" ,;-")
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _CONTENT_WORD.findall(text) if w.lower() not in _STOP]
+
+
+def _statement_of_question(sentence: str) -> str | None:
+    """The statement clause leading a question ("I just got back from Paris, have you been?")."""
+    clauses = re.split(r"\s*(?:[,;:]|\s-\s|\s–\s|\s—\s)\s*", sentence.rstrip("?!. "))
+    if len(clauses) < 2:
+        return None
+    kept: list[str] = []
+    for clause in clauses:
+        if _WH_START.match(clause) or clause.lower().startswith(("and ", "or ", "right", "huh")):
+            break
+        kept.append(clause)
+    statement = ", ".join(kept).strip()
+    if not statement or not _FIRST_PERSON.search(statement) or len(_content_words(statement)) < 2:
+        return None
+    return statement + "."
+
+
+def _lower_first(text: str, names: Sequence[str], source: str) -> str:
+    """``text`` with its first letter lower-cased unless the first word is a name or acronym."""
+    first = text.split(" ", 1)[0].rstrip(",.!?;:'s")
+    if not first or first in names or first.isupper() or first == "I" or \
+            re.search(rf"(?<![.!?]\s)(?<!^)\b{re.escape(first)}\b", source[1:] if source.startswith(first) else source):
+        return text
+    return text[0].lower() + text[1:]
+
+
+def _finish(text: str) -> str:
+    text = _SPACES.sub(" ", text).strip(" ,;-")
+    text = re.sub(r"[!?.…]+$", "", text).rstrip(" ,;-")
+    text = re.sub(r"\s+([,.;:!?])", r"\1", text)
+    if not text:
+        return text
+    return text[0].upper() + text[1:] + "."
+
+
+def _speaker_name(turn: Turn) -> str:
+    if turn.speaker:
+        return turn.speaker.strip()
+    return {"assistant": "The assistant", "user": "The user"}.get(turn.role, turn.role.capitalize() or "The user")
+
+
+def _context_speaker(item: Turn | str) -> tuple[str | None, str]:
+    if isinstance(item, Turn):
+        return _speaker_name(item), item.content
+    m = re.match(r"^\s*([A-Z][\w .'-]{0,40}):\s+(.*)$", item, re.S)
+    if m:
+        return m.group(1).strip(), m.group(2)
+    return None, item
+
+
+class OfflineExtractor(Extractor):
+    """Rule-based extraction (see the module docstring). ``gate`` scores importance."""
+
+    def __init__(self, *, gate: Gate | None = None, min_content_words: int = 2):
+        self.gate = gate or Gate()
+        self.min_content_words = min_content_words
+
+    async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
+        if len(turns) > _INLINE_TURNS:
+            return await asyncio.to_thread(self.extract_sync, turns, context)
+        return self.extract_sync(turns, context)
+
+    # ------------------------------------------------------------------ sync core
+    def extract_sync(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
+        """:meth:`extract` without the event loop (pure CPU, about a millisecond a turn)."""
+        history: list[tuple[str | None, str, str | None]] = []  # (speaker, text, turn id)
+        for item in context:
+            speaker, text = _context_speaker(item)
+            history.append((speaker, text, item.id if isinstance(item, Turn) else None))
+        notes: list[ExtractedNote] = []
+        for turn in turns:
+            notes.extend(self.extract_turn(turn, history))
+            history.append((_speaker_name(turn), turn.content, turn.id))
+        return notes
+
+    def extract_turn(self, turn: Turn, history: Sequence[tuple[str | None, str, str | None]] = ()
+                     ) -> list[ExtractedNote]:
+        """Notes of one turn; ``history`` is (speaker, text, turn id) of the turns before it."""
+        name = _speaker_name(turn)
+        other = self._other_speaker(turn, name, history)
+        text = redact(turn.content or "").replace("’", "'").replace("‘", "'")
+        group = _GROUP_RE.search(text)
+        if group:
+            word = group.group("g").lower()
+            we = f"{_possessive(name)} {word}" if word in ("family", "team", "group", "class", "club", "band",
+                                                           "crew") else f"{name} and {_possessive(name)} {word}"
+        elif other:
+            we = f"{name} and {other}"
+        else:
+            we = f"{_possessive(name)} group"
+        rewrite = _Rewriter(name, other, we)
+        anchor = turn.timestamp
+        notes: list[ExtractedNote] = []
+        for raw in _split_sentences(text):
+            note = self._sentence_note(raw, turn, name, other, rewrite, anchor)
+            if note is None:
+                continue
+            if notes and self._continues(raw) and len(notes[-1].content) < 240:
+                prev = notes[-1]
+                body = note.content.removeprefix(f"{name} said ")
+                merged = prev.content.rstrip(".") + "; " + _lower_first(body, (name, other or ""), turn.content)
+                notes[-1] = ExtractedNote(merged, prev.type, max(prev.importance, note.importance), prev.confidence,
+                                          prev.source_ids, prev.event_date or note.event_date,
+                                          tuple(dict.fromkeys(prev.entities + note.entities)),
+                                          prev.commitment or note.commitment)
+                continue
+            notes.append(note)
+        answer = self._answer_note(turn, text, name, other, rewrite, history, bool(notes))
+        if answer is not None:
+            notes.insert(0, answer)
+        caption = self._caption_note(turn, name, anchor)
+        if caption is not None:
+            notes.append(caption)
+        return notes
+
+    # ------------------------------------------------------------------ pieces
+    @staticmethod
+    def _other_speaker(turn: Turn, name: str, history: Sequence[tuple[str | None, str, str | None]]) -> str | None:
+        meta = turn.metadata or {}
+        for key in ("other_speaker", "addressee"):
+            if isinstance(meta.get(key), str) and meta[key]:
+                return str(meta[key])
+        participants = meta.get("participants") or meta.get("speakers")
+        if isinstance(participants, Sequence) and not isinstance(participants, str):
+            others = [str(p) for p in participants if str(p) != name]
+            if len(others) == 1:
+                return others[0]
+        for speaker, _, _ in reversed(history):
+            if speaker and speaker != name and speaker not in ("The user", "The assistant"):
+                return speaker
+        return None
+
+    @staticmethod
+    def _continues(raw: str) -> bool:
+        """A sentence that leans on the previous one ("It was so powerful.")."""
+        s = _clean_sentence(raw)
+        return bool(re.match(r"^(?:it|it's|that|that's|this|they|they're|there|he|she|which|and|but)\b", s, re.I)) \
+            and len(s.split()) <= 14
+
+    def _sentence_note(self, raw: str, turn: Turn, name: str, other: str | None, rewrite: _Rewriter,
+                       anchor: datetime | None) -> ExtractedNote | None:
+        sentence = _clean_sentence(raw)
+        if not sentence or is_filler(sentence) or _PURE_PROMPTS.match(sentence):
+            return None
+        if sentence.endswith("?") or _WH_START.match(sentence) and not _FIRST_PERSON.match(sentence):
+            statement = _statement_of_question(sentence)
+            if statement is None:
+                return None
+            sentence = statement
+        if len(_content_words(sentence)) < self.min_content_words:
+            return None
+        shared = _SHARED_PIC.match(sentence)
+        if shared:
+            sentence = f"I shared a photo of {shared.group('what')}"
+        m = _SUBJECTLESS.match(sentence)
+        if m and not _FIRST_PERSON.match(sentence):
+            verb = m.group("verb").lower()
+            if verb in ("going to", "planning", "thinking", "working", "heading", "hoping", "looking forward",
+                        "currently", "still", "off to"):
+                sentence = "I'm " + sentence[0].lower() + sentence[1:]
+            elif verb == "been":
+                sentence = "I've " + sentence[0].lower() + sentence[1:]
+            else:
+                sentence = "I " + sentence[0].lower() + sentence[1:]
+        first_person = bool(_FIRST_PERSON.search(sentence))
+        if not first_person and _IMPERATIVE.match(sentence):
+            return None  # advice or encouragement, not a fact about anyone
+        future = is_future(sentence)
+        dated, dates = rewrite_dates(sentence, anchor, future=future)
+        note_type = self._classify(sentence, dates, future)
+        content = rewrite(dated)
+        reported = not first_person
+        if reported:
+            if _SECOND_PERSON.search(sentence) and other is None:
+                return None  # "you" with nobody to name: not self-contained
+            content = f"{name} said {_lower_first(content, (name, other or ''), turn.content)}"
+            if note_type is MemoryType.EVENT:
+                note_type = MemoryType.FACT
+        if note_type is MemoryType.EVENT and not dates and anchor is not None:
+            content = _finish(content)[:-1] + f" (mentioned on {format_day(anchor.date())})"
+        content = _finish(content)
+        if len(content) < 8:
+            return None
+        entities = tuple(dict.fromkeys([name] + regex_entities(dated)))
+        score = self.gate.score(sentence).score
+        importance = self._importance(note_type, score, dates, entities, sentence, reported)
+        commitment = self._commitment(note_type, content, name, other, dates, sentence) \
+            if note_type is MemoryType.COMMITMENT else None
+        event_date = dates[0].iso if dates else None
+        return ExtractedNote(content=content, type=note_type, importance=importance,
+                             confidence=0.5 if reported else 0.7, source_ids=(turn.id,), event_date=event_date,
+                             entities=entities, commitment=commitment)
+
+    @staticmethod
+    def _classify(sentence: str, dates: Sequence[ResolvedDate], future: bool) -> MemoryType:
+        if _STRONG_COMMITMENT.search(sentence) or _COMMITMENT.search(sentence) and (dates or re.search(
+                r"\b(?:you|your)\b", sentence, re.I)):
+            return MemoryType.COMMITMENT
+        if _TASK.search(sentence):
+            return MemoryType.TASK
+        if _INSIGHT.search(sentence):
+            return MemoryType.INSIGHT
+        past = bool(_PAST.search(sentence))
+        if dates and past:
+            return MemoryType.EVENT
+        if _PREFERENCE.search(sentence):
+            return MemoryType.PREFERENCE
+        if _RELATIONSHIP.search(sentence):
+            return MemoryType.RELATIONSHIP
+        if past or dates and not future:
+            return MemoryType.EVENT
+        return MemoryType.FACT
+
+    @staticmethod
+    def _importance(note_type: MemoryType, score: float, dates: Sequence[ResolvedDate], entities: Sequence[str],
+                    sentence: str, reported: bool) -> int:
+        base = {MemoryType.COMMITMENT: 6, MemoryType.TASK: 5, MemoryType.RELATIONSHIP: 5,
+                MemoryType.PREFERENCE: 5, MemoryType.INSIGHT: 4, MemoryType.EVENT: 4}.get(note_type, 3)
+        value = base + round(score * 3)
+        if dates:
+            value += 1
+        if len(entities) > 1:
+            value += 1
+        if _STRONG_EMOTION.search(sentence):
+            value += 1
+        if reported:
+            value -= 2
+        return max(1, min(10, value))
+
+    @staticmethod
+    def _commitment(note_type: MemoryType, content: str, name: str, other: str | None,
+                    dates: Sequence[ResolvedDate], sentence: str) -> Commitment:
+        what = content.rstrip(".")
+        m = re.search(rf"^{re.escape(name)}\s+(?:will|is going to|is planning to|plans to|promises to|promised to|"
+                      rf"promises|needs to|has to)\s+(?P<what>.+)$", what)
+        if m:
+            what = m.group("what")
+        else:
+            r = re.search(rf"remind\s+{re.escape(name)}\s+to\s+(?P<what>.+)$", what, re.I)
+            if r:
+                what = r.group("what")
+        for d in dates:
+            what = what.replace(d.phrase, "").replace(d.human, "")
+        what = _SPACES.sub(" ", what).strip(" ,;")
+        who = other if other and other in content.replace(f"{name} and {other}", "") else None
+        due = dates[0] if dates else None
+        due_at = datetime.combine(due.date, time(0, 0), tzinfo=UTC) if due else None
+        return Commitment(what=what or content, who=who, due_at=due_at, due_text=due.text if due else None)
+
+    def _answer_note(self, turn: Turn, text: str, name: str, other: str | None, rewrite: _Rewriter,
+                     history: Sequence[tuple[str | None, str, str | None]], has_notes: bool) -> ExtractedNote | None:
+        """A short answer ("Yes, a dog named Max!") kept with the question it answers."""
+        if not history:
+            return None
+        speaker, previous, previous_id = history[-1]
+        if speaker == name or not previous.rstrip().endswith("?"):
+            return None
+        first = _split_sentences(text)[0] if text.strip() else ""
+        short = len(text.split()) <= 12
+        yes_no = bool(re.match(r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|definitely|of course|absolutely|not really)\b",
+                               first.strip(), re.I))
+        if has_notes or not (short or yes_no) or is_filler(text):
+            return None
+        question = _split_sentences(previous)[-1].strip()
+        answer = rewrite_dates(_clean_sentence(text) or text.strip(), turn.timestamp)[0]
+        if len(_content_words(question + " " + answer)) < 3:
+            return None
+        asker = speaker or other or "someone"
+        content = _finish(f"Asked by {asker} \"{question}\", {name} answered: {rewrite(answer).rstrip('.!')}")
+        sources = (previous_id, turn.id) if previous_id else (turn.id,)
+        return ExtractedNote(content=content, type=MemoryType.FACT, importance=3, confidence=0.6,
+                             source_ids=sources, entities=(name,) + ((asker,) if speaker else ()))
+
+    @staticmethod
+    def _caption_note(turn: Turn, name: str, anchor: datetime | None) -> ExtractedNote | None:
+        meta = turn.metadata or {}
+        caption = meta.get("caption") or meta.get("blip_caption")
+        if not isinstance(caption, str) or not caption.strip():
+            return None
+        caption = redact(caption.strip().rstrip("."))
+        if not re.match(r"^(?:a|an|the)\s+(?:photo|photograph|photography|picture|image|screenshot|pic|drawing)\b",
+                        caption, re.I):
+            caption = f"a photo of {caption}"
+        when = f" on {format_day(anchor.date())}" if anchor else ""
+        return ExtractedNote(content=_finish(f"{name} shared {caption}{when}"), type=MemoryType.EVENT, importance=3,
+                             confidence=0.6, source_ids=(turn.id,),
+                             event_date=anchor.date().isoformat() if anchor else None, entities=(name,))
