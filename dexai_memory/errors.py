@@ -16,6 +16,7 @@ catch ``DexaiMemoryError`` and know it is ours::
     │   └── MissingExtra (ImportError)     an optional SDK is not installed
     ├── ExtractionError                    extraction failed (kept as a dead letter)
     ├── QueueError                         the extraction queue cannot accept work
+    ├── DaemonError (RuntimeError)         the daemon was used in the wrong state (double start, ...)
     └── HookError                          a hook could not do its job (never surfaces to the agent)
 
 ``MemoryError`` is a Python builtin and is deliberately never shadowed.
@@ -90,6 +91,10 @@ class ExtractionError(DexaiMemoryError):
 
 class QueueError(DexaiMemoryError):
     """The extraction queue could not accept or persist a job."""
+
+
+class DaemonError(DexaiMemoryError, RuntimeError):
+    """The memory daemon was used in a state that does not allow it (started twice, not running)."""
 
 
 class HookError(DexaiMemoryError):
