@@ -120,6 +120,8 @@ def _stem(word: str) -> str:
             if suffix in ("ies", "ied"):
                 w += "y"
             break
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]  # name / named / names -> nam
     return w
 
 
