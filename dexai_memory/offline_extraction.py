@@ -50,7 +50,7 @@ _LEADING_VOCATIVE = re.compile(r"^[A-Z][a-z]+[,!]\s+")
 _TRAILING_VOCATIVE = re.compile(r",\s+[A-Z][a-z]+(?=[.!?]*$)")
 _WH_START = re.compile(
     r"^(?:what|who|whom|whose|where|when|why|how|which|do|does|did|is|are|was|were|can|could|will|would|should|"
-    r"have|has|had|any|anything|ever|wanna|got|shall|may|might|isn't|aren't|don't|didn't|won't|hasn't|haven't)\b",
+    r"have|has|had|any|anything|ever|wanna|got|shall|may|might|isn't|aren't|don't|didn't|won't|hasn't|haven't)\b(?!')",
     re.I,
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself|we|we're|we've|we'll|we'd|us|our|ours)\b",
