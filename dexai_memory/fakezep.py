@@ -362,6 +362,7 @@ class FakeZepServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
                 return

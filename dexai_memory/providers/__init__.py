@@ -18,19 +18,35 @@ if TYPE_CHECKING:
 __all__ = ["MemoryProvider", "make_provider"]
 
 
-def make_provider(settings: Settings) -> MemoryProvider:
-    """The provider ``storage.provider`` selects (not started: use ``async with``)."""
+def make_provider(settings: Settings, *, failover: bool | None = None) -> MemoryProvider:
+    """The provider ``storage.provider`` selects (not started: use ``async with``).
+
+    An external provider (mem0, zep) is wrapped in a
+    :class:`~.fallback.FailoverProvider` over the native one when
+    ``storage.fallback_to_native`` is true (or ``failover`` says so). A missing
+    optional SDK raises :class:`~dexai_memory.errors.MissingExtra` here.
+    """
     name = settings.storage.provider
+    from .native import NativeProvider
+
     if name == "native":
-        from .native import NativeProvider
-
         return NativeProvider.from_settings(settings)
+    primary: MemoryProvider
     if name == "mem0":
-        from .mem0 import Mem0Provider  # type: ignore[import-not-found]
+        from .mem0 import Mem0Provider, import_mem0
 
-        return Mem0Provider.from_settings(settings)  # type: ignore[no-any-return]
-    if name == "zep":
-        from .zep import ZepProvider  # type: ignore[import-not-found]
+        import_mem0()
+        primary = Mem0Provider.from_settings(settings)
+    elif name == "zep":
+        from .zep import ZepProvider, import_zep
 
-        return ZepProvider.from_settings(settings)  # type: ignore[no-any-return]
-    raise ValueError(f"unknown provider {name!r}")
+        import_zep()
+        primary = ZepProvider.from_settings(settings)
+    else:
+        raise ValueError(f"unknown provider {name!r}")
+    if failover if failover is not None else settings.storage.fallback_to_native:
+        from .fallback import FailoverProvider
+
+        return FailoverProvider(primary, NativeProvider.from_settings(settings),
+                                log_path=settings.home / f"replay-{name}.db")
+    return primary
