@@ -60,7 +60,7 @@ from typing import IO, Any
 from .config import Settings, load_settings
 from .models import Memory, MemoryType, SearchResult, Tier, utcnow
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("dexai_memory.hook_runtime")  # not __name__: "__main__" under -m
 
 #: Event names of ``dexai hook <event>`` and the Claude Code hook event they serve.
 EVENTS = {
@@ -464,7 +464,8 @@ def _turn_id(session_id: str | None, kind: str, text: str) -> str:
 
 
 def enqueue(settings: Settings, payload: dict[str, Any], *, kind: str, role: str, text: str,
-            context: Sequence[str] = (), turn_id: str | None = None, user_id: str | None = None) -> bool:
+            context: Sequence[str] = (), turn_id: str | None = None, user_id: str | None = None,
+            metadata: dict[str, Any] | None = None) -> bool:
     """Gate ``text`` and, when it passes, commit it to ``<home>/queue.db`` (redacted). Returns
     True when a job was queued."""
     from .gate import Gate
@@ -484,7 +485,7 @@ def enqueue(settings: Settings, payload: dict[str, Any], *, kind: str, role: str
         "timestamp": utcnow().isoformat(),
         "session_id": payload.get("session_id"),
         "project": os.path.basename(project_dir(payload).rstrip("/")) or None,
-        "metadata": {"source": f"claude-code:{kind}", "gate_score": verdict.score},
+        "metadata": {"source": f"claude-code:{kind}", "gate_score": verdict.score, **(metadata or {})},
     }
     queued = enqueue_turn(queue_path(settings.home), turn, context=[redact(c) for c in context[-3:]])
     if queued:
@@ -589,7 +590,7 @@ def on_post_tool_use(settings: Settings, payload: dict[str, Any]) -> dict[str, A
     if text:
         tool = str(payload.get("tool_name") or "tool")
         enqueue(settings, payload, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
-                text=f"[{tool}] {text[:MAX_TOOL_TEXT]}")
+                text=text[:MAX_TOOL_TEXT], metadata={"tool": tool})
     return {}
 
 

@@ -114,7 +114,8 @@ class MemoryHooks:
         return dict(data) if isinstance(data, Mapping) else {}
 
     async def _submit(self, payload: dict[str, Any], *, kind: str, role: str, text: str,
-                      context: list[str] | None = None, turn_id: str | None = None) -> None:
+                      context: list[str] | None = None, turn_id: str | None = None,
+                      metadata: dict[str, Any] | None = None) -> None:
         """Gate ``text`` and hand it to the daemon's queue (or the queue file)."""
         if self.daemon is not None and hasattr(self.daemon, "submit_turn"):
             from .gate import Gate
@@ -126,13 +127,13 @@ class MemoryHooks:
             turn = Turn(id=turn_id or rt._turn_id(payload.get("session_id"), kind, text), user_id=self.user_id,
                         content=redact(text), role=role, session_id=payload.get("session_id"),
                         project=os.path.basename(rt.project_dir(payload).rstrip("/")) or None,
-                        metadata={"source": f"agent-sdk:{kind}", "gate_score": verdict.score})
+                        metadata={"source": f"agent-sdk:{kind}", "gate_score": verdict.score, **(metadata or {})})
             result = self.daemon.submit_turn(turn)
             if asyncio.iscoroutine(result):
                 await result
             return
         await asyncio.to_thread(rt.enqueue, self.settings, payload, kind=kind, role=role, text=text,
-                                context=context or [], turn_id=turn_id, user_id=self.user_id)
+                                context=context or [], turn_id=turn_id, user_id=self.user_id, metadata=metadata)
 
     def _wrap(self, event: str, fn: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
               timeout: float) -> Callback:
@@ -223,7 +224,7 @@ class MemoryHooks:
         if text:
             tool = str(payload.get("tool_name") or "tool")
             await self._submit(payload, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
-                               text=f"[{tool}] {text[:rt.MAX_TOOL_TEXT]}")
+                               text=text[:rt.MAX_TOOL_TEXT], metadata={"tool": tool})
         return {}
 
     async def stop(self, payload: dict[str, Any]) -> dict[str, Any]:
