@@ -1,0 +1,131 @@
+"""The Agent SDK callbacks of memory_hooks(), called directly as the SDK calls them."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_agent_sdk import HookMatcher
+
+from dexai_memory import hook_runtime as rt
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.embeddings import Embedder
+from dexai_memory.hooks import memory_hooks
+from dexai_memory.models import Memory, MemoryType, SearchFilters
+from dexai_memory.providers.native import NativeProvider
+
+
+@pytest.fixture
+def settings(isolated_home: Path) -> Settings:
+    return load_settings(home=isolated_home)
+
+
+@pytest.fixture
+async def provider(settings: Settings, embedder: Embedder) -> AsyncIterator[NativeProvider]:
+    async with NativeProvider(settings.db_path, embedder=embedder) as p:
+        await p.add(Memory(content="The staging database password hint is KIWI-9", user_id="alice", importance=8))
+        await p.add(Memory(content="Alice prefers short answers", user_id="alice", type=MemoryType.PREFERENCE,
+                           importance=8))
+        yield p
+
+
+async def call(hooks: dict[str, list[HookMatcher]], event: str, data: dict[str, Any]) -> dict[str, Any]:
+    matcher = hooks[event][0]
+    return await matcher.hooks[0](data, None, {"signal": None})  # type: ignore[arg-type, typeddict-item]
+
+
+def context(out: dict[str, Any]) -> str:
+    return str(out.get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+
+def transcript(tmp_path: Path) -> str:
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps({"type": r, "message": {"role": r, "content": t}}) for r, t in [
+        ("user", "what is the staging database password hint?"), ("assistant", "Looking it up.")]) + "\n")
+    return str(path)
+
+
+def test_hook_events_and_matchers(settings: Settings) -> None:
+    hooks = memory_hooks(settings, user_id="alice")
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PreCompact", "PostCompact", "PostToolUse", "Stop"}
+    assert all(isinstance(m, HookMatcher) and m.hooks for ms in hooks.values() for m in ms)
+
+
+async def test_user_prompt_submit_auto_recall(provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    out = await call(hooks, "UserPromptSubmit", {"session_id": "s1", "prompt": "staging database password hint?",
+                                                 "cwd": str(tmp_path)})
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "KIWI-9" in context(out)
+    again = await call(hooks, "UserPromptSubmit", {"session_id": "s1", "prompt": "staging database password hint?",
+                                                   "cwd": str(tmp_path)})
+    assert again == {}  # injected already in this session
+
+
+async def test_compaction_cycle(provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    base = {"session_id": "s2", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
+    assert await call(hooks, "PreCompact", {**base, "trigger": "manual", "custom_instructions": None}) == {}
+    assert rt.read_marker(settings, "s2") is not None
+    snap = await provider.get("snapshot_s2", user_id="alice")
+    assert "staging database password hint" in snap.content
+    archived = await provider.list(user_id="alice", filters=SearchFilters(types=(MemoryType.TRANSCRIPT,)))
+    assert len(archived) == 1 and Path(archived[0].metadata["path"]).is_file()
+    out = await call(hooks, "SessionStart", {**base, "source": "compact"})
+    text = context(out)
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "KIWI-9" in text and "Alice prefers short answers" in text and "Session state:" in text
+    assert rt.read_marker(settings, "s2") is None
+    assert await call(hooks, "PostCompact", {**base, "trigger": "manual"}) == {}
+
+
+async def test_prompt_after_compaction_reinjects_when_session_start_missed(
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    base = {"session_id": "s3", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
+    await call(hooks, "PreCompact", {**base, "trigger": "auto"})
+    out = await call(hooks, "UserPromptSubmit", {**base, "prompt": "go on"})
+    assert "Profile:" in context(out) and "Session state:" in context(out)
+    assert rt.read_marker(settings, "s3") is None
+
+
+async def test_stop_and_tool_results_go_to_the_queue(provider: NativeProvider, settings: Settings,
+                                                     tmp_path: Path) -> None:
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    base = {"session_id": "s4", "cwd": str(tmp_path)}
+    await call(hooks, "UserPromptSubmit", {**base, "prompt": "Remember that I prefer Fridays for deploys",
+                                           "prompt_id": "p9"})
+    assert await call(hooks, "Stop", {**base, "last_assistant_message": "Noted!", "stop_hook_active": False}) == {}
+    assert await call(hooks, "PostToolUse", {**base, "tool_name": "Read", "tool_use_id": "tu1",
+                                             "tool_response": "Meeting with Dr. Smith next Tuesday at 3pm"}) == {}
+    rows = sqlite3.connect(settings.home / "queue.db").execute("SELECT user_id, turn_id FROM jobs").fetchall()
+    assert ("alice", "s4:user:p9") in rows
+    assert any(turn.startswith("s4:tool-tu1:") for _, turn in rows)
+
+
+async def test_internal_error_answers_empty(settings: Settings, embedder: Embedder, tmp_path: Path) -> None:
+    provider = NativeProvider(settings.db_path, embedder=embedder)  # never started: every call raises
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    out = await call(hooks, "UserPromptSubmit", {"session_id": "s5", "prompt": "hello", "cwd": str(tmp_path)})
+    assert out == {}
+    assert await call(hooks, "PreCompact", {"session_id": "s5", "trigger": "auto", "cwd": str(tmp_path)}) == {}
+    assert rt.read_marker(settings, "s5") is not None  # written before the failing step
+
+
+async def test_disabled_for_subagents_and_projects(provider: NativeProvider, tmp_path: Path,
+                                                   isolated_home: Path) -> None:
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(f"hooks:\n  disabled_projects: [{tmp_path / 'private'}]\n")
+    settings = load_settings(cfg, home=isolated_home)
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    prompt = "staging database password hint?"
+    assert await call(hooks, "UserPromptSubmit", {"session_id": "s6", "prompt": prompt,
+                                                  "cwd": str(tmp_path / "private")}) == {}
+    assert await call(hooks, "UserPromptSubmit", {"session_id": "s7", "prompt": prompt, "cwd": str(tmp_path),
+                                                  "agent_id": "sub-1"}) == {}
+    assert "KIWI-9" in context(await call(hooks, "UserPromptSubmit", {"session_id": "s8", "prompt": prompt,
+                                                                      "cwd": str(tmp_path)}))
