@@ -111,7 +111,7 @@ _COMMITMENT = re.compile(
     r"\b(?:I|we)\s+plan\s+to\b|^\s*(?:going\s+to|planning\s+to)\b",
     re.I,
 )
-_STRONG_COMMITMENT = re.compile(r"\b(?:I|we)\s+promise\b|(?<!to )\bremind\s+(?:me|us)\s+(?:to|about|that|when)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b", re.I)
+_STRONG_COMMITMENT = re.compile(r"\b(?:I|we)\s+promise\b|\bwants? to be reminded\b|(?<!to )\bremind\s+(?:me|us)\s+(?:to|about|that|when)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b", re.I)
 _TASK = re.compile(r"\b(?:I|we)\s+(?:really\s+|still\s+)?(?:need|have|has|got)\s+to\b|\bI\s+must\b|\bI\s+should\b|"
                    r"\bto-?do\b", re.I)
 _INSIGHT = re.compile(r"\b(?:I|we)\s+(?:\w+\s+)?(?:realized|realised|learned|learnt|discovered|figured out|noticed|"
@@ -145,6 +145,8 @@ _PAST_IRREGULAR = frozenset(
     "stood swam told wore read paid put set quit spoke sat slept woke threw held led lent felt thought dug hit "
     "cut lit meant dealt hung shut let fed fought sought bought wound understood".split()
 )
+#: Base forms that end in "ed".
+_ED_BASE = frozenset("need feed seed bleed speed proceed succeed exceed breed heed weed shred embed".split())
 _ADVERBS = frozenset(
     "just really also always never still often usually sometimes totally definitely actually finally recently "
     "already even kinda truly absolutely honestly so all both only first once probably certainly mostly rarely "
@@ -162,6 +164,8 @@ def _third_person(verb: str) -> str:
     low = verb.lower()
     if low in _IRREGULAR_3RD:
         return _IRREGULAR_3RD[low]
+    if low in _ED_BASE:
+        return verb + "s"
     if low in _NO_CONJUGATION or low in _PAST_IRREGULAR or low.endswith(("ed", "n't", "ing", "s")) \
             or not low.isalpha():
         return verb
@@ -377,9 +381,10 @@ class OfflineExtractor(Extractor):
                                           prev.commitment or note.commitment)
                 continue
             notes.append(note)
-        answer = self._answer_note(turn, text, name, other, rewrite, history, bool(notes))
-        if answer is not None:
-            notes.insert(0, answer)
+        answer = self._answer_note(turn, text, name, other, rewrite, history)
+        if answer is not None and all(n.content.startswith(f"{name} said ") for n in notes):
+            # the answer with its question replaces the answer's context-free fragments
+            notes = [answer] + [n for n in notes if not n.content.startswith(f"{name} said ")]
         caption = self._caption_note(turn, name, anchor)
         if caption is not None:
             notes.append(caption)
@@ -421,6 +426,8 @@ class OfflineExtractor(Extractor):
             sentence = statement
         if len(_content_words(sentence)) < self.min_content_words:
             return None
+        sentence = re.sub(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b", r"I want to be reminded \1",
+                          sentence, flags=re.I)
         shared = _SHARED_PIC.match(sentence)
         if shared:
             sentence = f"I shared a photo of {shared.group('what')}"
@@ -508,7 +515,8 @@ class OfflineExtractor(Extractor):
         if m:
             what = m.group("what")
         else:
-            r = re.search(rf"remind\s+{re.escape(name)}\s+to\s+(?P<what>.+)$", what, re.I)
+            r = re.search(rf"(?:remind\s+{re.escape(name)}|wants to be reminded)\s+(?:to|about)\s+(?P<what>.+)$", what,
+                          re.I)
             if r:
                 what = r.group("what")
         for d in dates:
@@ -520,7 +528,7 @@ class OfflineExtractor(Extractor):
         return Commitment(what=what or content, who=who, due_at=due_at, due_text=due.text if due else None)
 
     def _answer_note(self, turn: Turn, text: str, name: str, other: str | None, rewrite: _Rewriter,
-                     history: Sequence[tuple[str | None, str, str | None]], has_notes: bool) -> ExtractedNote | None:
+                     history: Sequence[tuple[str | None, str, str | None]]) -> ExtractedNote | None:
         """A short answer ("Yes, a dog named Max!") kept with the question it answers."""
         if not history:
             return None
@@ -531,7 +539,7 @@ class OfflineExtractor(Extractor):
         short = len(text.split()) <= 12
         yes_no = bool(re.match(r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|definitely|of course|absolutely|not really)\b",
                                first.strip(), re.I))
-        if has_notes or not (short or yes_no) or is_filler(text):
+        if not (short or yes_no and len(text.split()) <= 25) or is_filler(text):
             return None
         question = _split_sentences(previous)[-1].strip()
         answer = rewrite_dates(_clean_sentence(text) or text.strip(), turn.timestamp)[0]
