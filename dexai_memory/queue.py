@@ -272,10 +272,13 @@ class ExtractionQueue:
 
     def close(self) -> None:
         """Close the file. Everything accepted is already on disk."""
-        for conn in (self._conn, self._wconn):
-            if conn is not None:
-                conn.close()
-        self._conn = self._wconn = None
+        with self._wlock:  # waits for a worker thread still running a statement (after a cancel)
+            for conn in (self._conn, self._wconn):
+                if conn is not None:
+                    conn.close()
+            self._conn = self._wconn = None
+        self._running = False
+        self._release_lock()
         self._buffer.clear()
         self._known.clear()
 
@@ -292,9 +295,9 @@ class ExtractionQueue:
         return self._conn
 
     def _worker_sql(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        if self._wconn is None:
-            raise QueueError("the extraction queue is not open")
         with self._wlock:
+            if self._wconn is None:
+                raise QueueError("the extraction queue is not open")
             return fn(self._wconn)
 
     async def _w(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -335,6 +338,10 @@ class ExtractionQueue:
                        "later (%d spilled so far)", len(self._buffer), turn_id, self._stats.spilled)
         self._notify(len(self._buffer) >= self.batch_size)
         return True
+
+    def notify(self) -> None:
+        """Wake the worker now (for example after another process wrote to the file)."""
+        self._notify()
 
     def _notify(self, now: bool = True) -> None:
         if self._wake is None or self._loop is None or not now:
@@ -387,15 +394,25 @@ class ExtractionQueue:
         await self._consume(handler, forever=False)
         return self._stats.processed - before
 
-    async def _consume(self, handler: JobHandler, *, forever: bool) -> None:
+    def claim(self) -> None:
+        """Become this file's one consumer now (done by :meth:`run` / :meth:`drain` otherwise).
+
+        Raises :class:`QueueError` if another worker holds the queue.
+        """
         self.open()
         if self._running:
             raise QueueError("a worker is already consuming this queue")
         self._claim_lock()
         self._running = True
-        self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
+
+    async def _consume(self, handler: JobHandler, *, forever: bool) -> None:
+        if not (self._running and self._lock_fd is not None):
+            self.claim()
+        self._loop = asyncio.get_running_loop()
         try:
             while True:
                 batch = await self._next_batch(forever)

@@ -1,0 +1,460 @@
+"""The memory daemon: one asyncio component that owns the background work.
+
+:class:`MemoryDaemon` wires the small parts together (it does none of their
+work itself):
+
+* the **queue worker**: :meth:`ExtractionQueue.run` with
+  :meth:`Pipeline.handle` (extraction -> supersession -> provider),
+  supervised (restarted with a pause if it crashes);
+* an APScheduler 3.x ``AsyncIOScheduler`` running **consolidation** every
+  ``consolidation.interval_hours`` (intervals of a day or more start at
+  ``preferred_hour`` local time; shorter ones just repeat) and **cleanup**
+  daily (or at the consolidation interval when that is shorter), for every
+  user of the store;
+* a **health monitor** every ``daemon.health_interval_seconds``: provider
+  health, queue depth, batch latency, dead letters;
+* an :class:`~dexai_memory.ipc.IpcServer` on ``settings.socket_path`` when
+  ``serve_socket`` is true (``dexai daemon``), for command hooks.
+
+Use it inside your own event loop::
+
+    async with MemoryDaemon(settings) as daemon:
+        daemon.submit_turn(turn)          # gate + enqueue, never blocks
+        ...
+
+or ``await daemon.start()`` / ``await daemon.stop()`` /
+``await daemon.wait_until_stopped()``. A state enum refuses a second start.
+Every background task is kept in one set and cancelled by :meth:`stop`,
+which first closes the socket, then lets the worker finish what is due
+(``flush_timeout``), then cancels; whatever is left is already committed to
+``queue.db`` and is processed at the next start. Writes to the provider by
+the worker and the scheduled jobs are serialised by :attr:`write_lock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import enum
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Self
+
+from .errors import DaemonError, DexaiMemoryError
+from .ipc import IpcServer
+from .models import Turn, utcnow
+from .pipeline import RECENT_TURNS, Pipeline
+from .queue import ExtractionQueue, Job
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+    from apscheduler.triggers.base import BaseTrigger
+
+    from .config import ConsolidationConfig, Settings
+    from .consolidation import Summarizer
+    from .extraction import Extractor
+    from .gate import Gate, GateResult
+    from .providers.base import MemoryProvider, UpdateClassifier
+
+logger = logging.getLogger(__name__)
+
+#: Seconds :meth:`MemoryDaemon.stop` lets the worker drain what is due before cancelling.
+DEFAULT_FLUSH_TIMEOUT = 5.0
+#: Seconds a cancelled background task gets to clean up.
+CANCEL_TIMEOUT = 5.0
+
+
+class DaemonState(enum.Enum):
+    """Lifecycle of a :class:`MemoryDaemon` (one way: a stopped daemon is not restarted)."""
+
+    CREATED = "created"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+def interval_trigger(hours: float, preferred_hour: int, *, now: datetime | None = None) -> BaseTrigger:
+    """Every ``hours``; from the next ``preferred_hour``:00 (local time) when ``hours`` >= 24."""
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    if hours < 24:
+        return IntervalTrigger(seconds=hours * 3600)
+    local = (now or datetime.now()).astimezone()
+    start = local.replace(hour=preferred_hour, minute=0, second=0, microsecond=0)
+    if start <= local:
+        start += timedelta(days=1)
+    return IntervalTrigger(seconds=hours * 3600, start_date=start)
+
+
+def consolidation_trigger(cfg: ConsolidationConfig) -> BaseTrigger:
+    return interval_trigger(cfg.interval_hours, cfg.preferred_hour)
+
+
+def cleanup_trigger(cfg: ConsolidationConfig) -> BaseTrigger:
+    return interval_trigger(min(24.0, cfg.interval_hours), cfg.preferred_hour)
+
+
+class MemoryDaemon:
+    """Owns the queue worker, the scheduler, the health monitor and the socket.
+
+    ``provider``: a provider to use (not closed by the daemon); by default the
+    configured one is built, started and closed by the daemon. ``gate``,
+    ``extractor``, ``classifier`` and ``summarizer`` default to the configured
+    ones (Haiku with an API key, offline otherwise).
+    """
+
+    def __init__(self, settings: Settings, provider: MemoryProvider | None = None, *,
+                 extractor: Extractor | None = None, gate: Gate | None = None,
+                 classifier: UpdateClassifier | None = None, summarizer: Summarizer | None = None,
+                 serve_socket: bool = False, schedule: bool = True):
+        self.settings = settings
+        self._provider = provider
+        self._owns_provider = provider is None
+        self._extractor = extractor
+        self._gate = gate
+        self._classifier = classifier
+        self._summarizer = summarizer
+        self.serve_socket = serve_socket
+        self.schedule = schedule
+        self.state = DaemonState.CREATED
+        self.queue = ExtractionQueue.from_settings(settings)
+        self.ipc = IpcServer(settings.socket_path)
+        self.pipeline: Pipeline | None = None
+        self.scheduler: AsyncIOScheduler | None = None
+        #: Serialises the daemon's writes to the provider (worker batches, scheduled jobs).
+        self.write_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopped = asyncio.Event()
+        self._recent: dict[tuple[str, str | None], collections.deque[str]] = {}
+        self._users: set[str] = set()
+        self._started_at: float | None = None
+        self._last_health: dict[str, Any] = {}
+        self.runs: collections.Counter[str] = collections.Counter()
+        self.last_reports: dict[str, Any] = {}
+        for op, handler in (("ping", self._op_ping), ("enqueue", self._op_enqueue), ("flush", self._op_flush),
+                            ("health", self._op_health), ("queue.notify", self._op_notify)):
+            self.ipc.register(op, handler)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def provider(self) -> MemoryProvider:
+        """The provider memories are stored in. Raises :class:`DaemonError` before :meth:`start`."""
+        if self._provider is None:
+            raise DaemonError("the daemon has no provider yet: start it first")
+        return self._provider
+
+    @property
+    def running(self) -> bool:
+        return self.state is DaemonState.RUNNING
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Start everything. Raises :class:`DaemonError` if already started (or stopped)."""
+        if self.state is not DaemonState.CREATED:
+            raise DaemonError(f"the daemon cannot start: it is {self.state.value}")
+        self.state = DaemonState.STARTING
+        self._stopped.clear()
+        try:
+            await self._start_parts()
+        except BaseException:
+            logger.error("daemon failed to start; cleaning up")
+            await self._shutdown(flush_timeout=0)
+            raise
+        self._started_at = time.monotonic()
+        self.state = DaemonState.RUNNING
+        logger.info("memory daemon running (home %s, provider %s)", self.settings.home, self.provider.name)
+
+    async def _start_parts(self) -> None:
+        if self._provider is None:
+            from .providers import make_provider
+
+            self._provider = make_provider(self.settings)
+            await self._provider.start()
+        provider = self._provider
+        if self._classifier is not None:
+            provider.classifier = self._classifier
+        elif provider.classifier is None:
+            from .extraction import make_classifier
+
+            provider.classifier = make_classifier(self.settings)
+        self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor)
+        _ = self.pipeline.gate, self.pipeline.extractor  # build them now, not on the first turn
+        self.queue.claim()  # fails now if another daemon processes this queue
+        self._spawn(self._supervise("queue-worker", self._run_worker))
+        self._spawn(self._health_loop())
+        if self.schedule:
+            self._start_scheduler()
+        if self.serve_socket:
+            await self.ipc.start()
+
+    async def stop(self, flush_timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
+        """Stop accepting work, let the worker finish what is due (up to ``flush_timeout``
+        seconds), cancel the background tasks and close what the daemon opened. Idempotent."""
+        if self.state in (DaemonState.STOPPING, DaemonState.STOPPED):
+            await self._stopped.wait()
+            return
+        if self.state is DaemonState.CREATED:
+            self.state = DaemonState.STOPPED
+            self._stopped.set()
+            return
+        self.state = DaemonState.STOPPING
+        await self._shutdown(flush_timeout=flush_timeout)
+
+    async def _shutdown(self, *, flush_timeout: float) -> None:
+        try:
+            with contextlib.suppress(DexaiMemoryError, OSError):
+                await self.ipc.aclose()
+            if self.scheduler is not None:
+                self.scheduler.shutdown(wait=False)
+                self.scheduler = None
+            if flush_timeout > 0 and self.queue.running:
+                flushed = await self.queue.flush(flush_timeout)
+                if not flushed:
+                    logger.warning("queue not drained within %ss; the rest stays in %s for the next start",
+                                   flush_timeout, self.queue.path)
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                done, pending = await asyncio.wait(tasks, timeout=CANCEL_TIMEOUT)
+                for task in pending:
+                    logger.error("background task %s did not stop within %ss", task.get_name(), CANCEL_TIMEOUT)
+            self.queue.close()
+            if self._owns_provider and self._provider is not None:
+                await self._provider.aclose()
+                self._provider = None
+        finally:
+            self.state = DaemonState.STOPPED
+            self._stopped.set()
+            logger.info("memory daemon stopped")
+
+    async def wait_until_stopped(self) -> None:
+        """Wait until :meth:`stop` has finished (from any task)."""
+        await self._stopped.wait()
+
+    # ------------------------------------------------------------------ background tasks
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name or getattr(coro, "__name__", None))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _supervise(self, name: str, factory: Callable[[], Awaitable[None]], pause: float = 1.0) -> None:
+        """Run ``factory()`` until cancelled; log and restart it after ``pause`` if it crashes."""
+        while True:
+            try:
+                await factory()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a crashed worker is restarted, never left dead silently
+                self.runs[f"{name}.crash"] += 1
+                logger.exception("%s crashed; restarting in %.1fs", name, pause)
+                await asyncio.sleep(pause)
+
+    async def _run_worker(self) -> None:
+        if not self.queue.running:  # after a crash of the worker: claim again
+            self.queue.claim()
+        await self.queue.run(self._handle)
+
+    async def _handle(self, jobs: Sequence[Job]) -> None:
+        assert self.pipeline is not None
+        async with self.write_lock:
+            await self.pipeline.handle(jobs)
+
+    async def _health_loop(self) -> None:
+        interval = self.settings.daemon.health_interval_seconds
+        while True:
+            await self.check_health()
+            await asyncio.sleep(interval)
+
+    async def check_health(self) -> dict[str, Any]:
+        """Check the provider and the queue now; returns (and keeps) :meth:`health`."""
+        try:
+            status = await self.provider.health_check()
+            provider = {"healthy": status.healthy, "name": status.provider, "problems": list(status.problems)}
+        except DexaiMemoryError as exc:
+            provider = {"healthy": False, "name": getattr(self._provider, "name", "?"), "problems": [str(exc)]}
+        self._last_health = {"provider": provider, "checked_at": utcnow().isoformat()}
+        health = self.health()
+        if not health["healthy"]:
+            logger.warning("daemon health: %s", "; ".join(health["problems"]))
+        return health
+
+    def health(self) -> dict[str, Any]:
+        """State, provider health (last check), queue depth, batch latency, dead letters."""
+        problems: list[str] = []
+        queue: dict[str, Any] = {}
+        try:
+            queue = self.queue.stats().to_dict()
+        except DexaiMemoryError as exc:
+            problems.append(f"queue: {exc}")
+        provider = self._last_health.get("provider") or {}
+        if provider and not provider.get("healthy"):
+            problems.extend(f"provider: {p}" for p in provider.get("problems") or ["unhealthy"])
+        if queue.get("dead"):
+            problems.append(f"{queue['dead']} dead letter(s): run 'dexai memory retry'")
+        if self.running and not self.queue.running:
+            problems.append("the queue worker is not running")
+        return {
+            "healthy": not problems and self.running,
+            "state": self.state.value,
+            "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - self._started_at, 1) if self._started_at else 0.0,
+            "provider": provider,
+            "queue": queue,
+            "worker_running": self.queue.running,
+            "pipeline": self.pipeline.totals.to_dict() if self.pipeline else {},
+            "scheduled": self.next_runs(),
+            "runs": dict(self.runs),
+            "problems": problems,
+            "checked_at": self._last_health.get("checked_at"),
+        }
+
+    # ------------------------------------------------------------------ scheduler
+    def _start_scheduler(self) -> None:
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        cfg = self.settings.consolidation
+        scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=_local_tz())
+        common: dict[str, Any] = {"max_instances": 1, "coalesce": True, "misfire_grace_time": 3600}
+        if cfg.enabled:
+            scheduler.add_job(self.run_consolidation, consolidation_trigger(cfg), id="consolidation", **common)
+        scheduler.add_job(self.run_cleanup, cleanup_trigger(cfg), id="cleanup", **common)
+        scheduler.start()
+        self.scheduler = scheduler
+
+    def next_runs(self) -> dict[str, str | None]:
+        """Next run time of each scheduled job (ISO), for health and ``dexai daemon``."""
+        if self.scheduler is None:
+            return {}
+        return {job.id: job.next_run_time.isoformat() if job.next_run_time else None
+                for job in self.scheduler.get_jobs()}
+
+    async def users(self) -> list[str]:
+        """Users to maintain: every user of the store when it can list them, else those seen."""
+        from .consolidation import known_users
+
+        return sorted(set(await known_users(self.provider)) | self._users)
+
+    def _summarizer_for_run(self) -> Summarizer:
+        if self._summarizer is None:
+            from .extraction import make_summarizer
+
+            self._summarizer = make_summarizer(self.settings)
+        return self._summarizer
+
+    async def run_consolidation(self, user_id: str | None = None) -> dict[str, Any]:
+        """Consolidate one user's memories (or every user's) now; returns the reports."""
+        from .consolidation import consolidate
+
+        reports = {}
+        for user in [user_id] if user_id else await self.users():
+            try:
+                async with self.write_lock:
+                    report = await consolidate(self.provider, user, self.settings, self._summarizer_for_run())
+                reports[user] = report.to_dict()
+            except DexaiMemoryError as exc:
+                logger.error("consolidation for %s failed: %s", user, exc)
+                reports[user] = {"error": str(exc)}
+        self.runs["consolidation"] += 1
+        self.last_reports["consolidation"] = reports
+        return reports
+
+    async def run_cleanup(self, user_id: str | None = None) -> dict[str, Any]:
+        """Apply the retention table to one user (or every user) now; returns the reports."""
+        from .consolidation import cleanup
+
+        reports = {}
+        for user in [user_id] if user_id else await self.users():
+            try:
+                async with self.write_lock:
+                    reports[user] = (await cleanup(self.provider, user, self.settings)).to_dict()
+            except DexaiMemoryError as exc:
+                logger.error("cleanup for %s failed: %s", user, exc)
+                reports[user] = {"error": str(exc)}
+        with contextlib.suppress(DexaiMemoryError):
+            self.queue.purge_done()
+        self.runs["cleanup"] += 1
+        self.last_reports["cleanup"] = reports
+        return reports
+
+    def schedule_consolidation(self, user_id: str) -> bool:
+        """Run a consolidation of ``user_id`` soon (in the background). False if not running."""
+        if not self.running:
+            return False
+        if self.scheduler is not None:
+            self.scheduler.add_job(self.run_consolidation, "date", args=[user_id], id=f"consolidate:{user_id}",
+                                   replace_existing=True, misfire_grace_time=3600)
+        else:
+            self._spawn(self.run_consolidation(user_id), name=f"consolidate:{user_id}")
+        return True
+
+    # ------------------------------------------------------------------ warm path entry points
+    def submit_turn(self, turn: Turn) -> GateResult:
+        """Redact and gate ``turn``; queue it if it passes. Never waits on extraction.
+
+        Returns the gate's verdict. Raises :class:`DaemonError` when the
+        daemon is not running, :class:`QueueError` when the queue refuses it
+        (``overflow_policy: reject``).
+        """
+        if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
+            raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
+        key = (turn.user_id, turn.session_id)
+        recent = self._recent.setdefault(key, collections.deque(maxlen=RECENT_TURNS))
+        clean, verdict = self.pipeline.admit(turn, tuple(recent))
+        if clean is None:
+            return verdict
+        self._users.add(clean.user_id)
+        if verdict.passed:
+            self.queue.enqueue(clean, context=tuple(recent))
+        recent.append(clean.content)
+        return verdict
+
+    async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API
+        """Process every queued turn that is due now; True when done within ``timeout``."""
+        if not self.running:
+            return False
+        return await self.queue.flush(timeout)
+
+    # ------------------------------------------------------------------ socket operations
+    async def _op_ping(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid(), "state": self.state.value}
+
+    async def _op_enqueue(self, req: dict[str, Any]) -> dict[str, Any]:
+        data = req.get("turn")
+        if not isinstance(data, dict):
+            return {"ok": False, "error": "enqueue needs a 'turn' object"}
+        turn = Turn.from_dict(data)
+        for text in req.get("recent") or ():
+            self._recent.setdefault((turn.user_id, turn.session_id),
+                                    collections.deque(maxlen=RECENT_TURNS)).append(str(text))
+        verdict = self.submit_turn(turn)
+        return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
+
+    async def _op_flush(self, req: dict[str, Any]) -> dict[str, Any]:
+        flushed = await self.flush(float(req.get("timeout") or DEFAULT_FLUSH_TIMEOUT))
+        return {"flushed": flushed, "pending": self.queue.pending_count()}
+
+    async def _op_health(self, req: dict[str, Any]) -> dict[str, Any]:
+        return self.health()
+
+    async def _op_notify(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.queue.notify()
+        return {}
+
+
+def _local_tz() -> Any:
+    """The local timezone as a tzinfo (APScheduler 3 wants one)."""
+    return datetime.now().astimezone().tzinfo

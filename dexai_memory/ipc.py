@@ -1,0 +1,199 @@
+"""The Unix-socket protocol between command-hook processes and the running daemon.
+
+Claude Code starts a new process for every hook event; it must stay fast, so
+the client side (:func:`ipc_request`) uses only ``socket`` and ``json``.
+
+Protocol: newline-delimited JSON over ``settings.socket_path`` (mode 0600).
+A request is one line ``{"op": "<name>", ...}``; the answer is one line
+``{"ok": true, ...}`` or ``{"ok": false, "error": "<message>"}``. A
+connection may carry several requests in turn. Built-in operations (the
+daemon registers them, see :mod:`dexai_memory.daemon`):
+
+``ping``          -> ``pid``, ``state``
+``enqueue``       ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``
+``queue.notify``  -> ``{}`` (a hook wrote to queue.db directly: look now)
+``flush``         ``timeout``? -> ``flushed``, ``pending``
+``health``        -> the daemon's :meth:`~dexai_memory.daemon.MemoryDaemon.health`
+
+Other components add operations with :meth:`IpcServer.register` (the hooks
+register ``hook.recall``, ``hook.l1_block``, ...). A handler is an async
+callable taking the request dict and returning a dict; our own errors become
+``{"ok": false, "error": ...}`` and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
+#: Longest request line the server reads (a turn with a long tool output fits).
+MAX_LINE = 4 * 1024 * 1024
+#: Longest path a Unix socket address can have on Linux (sun_path is 108 bytes).
+MAX_SOCKET_PATH = 107
+
+
+# --------------------------------------------------------------------------- client (stdlib only)
+def ipc_request(socket_path: str | os.PathLike[str], payload: Mapping[str, Any],
+                timeout: float = 0.5) -> dict[str, Any] | None:
+    """Send one request to the daemon and return its answer.
+
+    Returns None when no daemon answers within ``timeout`` seconds (no
+    socket, refused, timed out, garbled answer): callers then fall back to
+    working without it. Never raises for those.
+    """
+    deadline = time.monotonic() + max(0.0, timeout)
+    path = os.fspath(socket_path)
+    if len(path.encode()) > MAX_SOCKET_PATH or not os.path.exists(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(max(0.001, timeout))
+        sock.connect(path)
+        sock.sendall(json.dumps(dict(payload), default=str).encode() + b"\n")
+        chunks: list[bytes] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            sock.settimeout(left)
+            data = sock.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+            if data.endswith(b"\n") or b"\n" in data:
+                break
+        line = b"".join(chunks).split(b"\n", 1)[0]
+        answer = json.loads(line) if line else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+    return answer if isinstance(answer, dict) else None
+
+
+# --------------------------------------------------------------------------- server
+class IpcServer:
+    """Serves registered operations on a Unix socket (run by the daemon)."""
+
+    def __init__(self, socket_path: str | os.PathLike[str], handlers: Mapping[str, Handler] | None = None):
+        self.path = Path(socket_path)
+        self.handlers: dict[str, Handler] = dict(handlers or {})
+        self._server: Any = None
+        self.requests = 0
+
+    def register(self, op: str, handler: Handler) -> None:
+        """Add (or replace) the handler of ``op``."""
+        self.handlers[op] = handler
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None
+
+    async def start(self) -> None:
+        """Listen on the socket. A stale socket file (no one answering) is replaced.
+
+        Raises :class:`~dexai_memory.errors.DexaiMemoryError` when another
+        daemon answers on it or the path is too long for a Unix socket.
+        """
+        import asyncio
+
+        from .errors import DexaiMemoryError
+
+        if self._server is not None:
+            return
+        if len(str(self.path).encode()) > MAX_SOCKET_PATH:
+            raise DexaiMemoryError(f"socket path too long for a Unix socket ({len(str(self.path))} > "
+                                   f"{MAX_SOCKET_PATH} bytes): {self.path}; use a shorter --home")
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.path.exists() or self.path.is_symlink():
+            answer = await asyncio.to_thread(ipc_request, self.path, {"op": "ping"}, 0.5)
+            if answer is not None:
+                raise DexaiMemoryError(f"a daemon is already running on {self.path} (pid {answer.get('pid')})")
+            logger.info("removing stale socket %s", self.path)
+            self.path.unlink()
+        old_umask = os.umask(0o177)
+        try:
+            self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_LINE)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+        logger.info("daemon socket listening on %s", self.path)
+
+    async def aclose(self) -> None:
+        """Stop listening and remove the socket file."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        await server.wait_closed()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    async def dispatch(self, request: Any) -> dict[str, Any]:
+        """The answer to one decoded request."""
+        from .errors import DexaiMemoryError
+
+        if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+            return {"ok": False, "error": "a request is a JSON object with a string 'op'"}
+        op = request["op"]
+        handler = self.handlers.get(op)
+        if handler is None:
+            return {"ok": False, "error": f"unknown op {op!r} (known: {', '.join(sorted(self.handlers))})"}
+        self.requests += 1
+        try:
+            result = await handler(request)
+        except DexaiMemoryError as exc:
+            return {"ok": False, "error": str(exc)}
+        except (KeyError, TypeError, ValueError) as exc:
+            return {"ok": False, "error": f"bad request for {op}: {type(exc).__name__}: {exc}"}
+        out = dict(result or {})
+        out.setdefault("ok", "error" not in out)
+        return out
+
+    async def _serve(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    writer.write(b'{"ok": false, "error": "request line too long"}\n')
+                    await writer.drain()
+                    return
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    request = json.loads(line)
+                except ValueError as exc:
+                    answer: dict[str, Any] = {"ok": False, "error": f"not JSON: {exc}"}
+                else:
+                    try:
+                        answer = await self.dispatch(request)
+                    except Exception as exc:  # a bug in a handler must not take the daemon down
+                        logger.exception("socket op %r crashed", request.get("op") if isinstance(request, dict)
+                                         else None)
+                        answer = {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
+                writer.write(json.dumps(answer, default=str).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, BrokenPipeError):
+            return
+        finally:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, BrokenPipeError):
+                pass

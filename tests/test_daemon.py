@@ -1,0 +1,237 @@
+"""The memory daemon: lifecycle, warm path, schedule, health, and the Unix-socket protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import socket
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.daemon import DaemonState, MemoryDaemon, interval_trigger
+from dexai_memory.errors import DaemonError, DexaiMemoryError
+from dexai_memory.ipc import IpcServer, ipc_request
+from dexai_memory.models import Memory, Turn, utcnow
+from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession import OfflineClassifier
+from tests.pipeline_fakes import EchoExtractor
+
+
+class JoinSummarizer:
+    async def summarize(self, contents: list[str]) -> str:
+        return "Summary: " + " | ".join(sorted(contents))
+
+
+@pytest.fixture
+def settings(isolated_home: Path) -> Settings:
+    s = load_settings()
+    return dataclasses.replace(s, extraction=dataclasses.replace(s.extraction, batch_size=2,
+                                                                flush_interval_seconds=30.0))
+
+
+@pytest.fixture
+async def provider(tmp_path: Path) -> AsyncIterator[NativeProvider]:
+    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
+        yield p
+
+
+def daemon_for(settings: Settings, provider: NativeProvider, **kw: Any) -> MemoryDaemon:
+    kw.setdefault("extractor", EchoExtractor())
+    return MemoryDaemon(settings, provider, classifier=OfflineClassifier(), summarizer=JoinSummarizer(), **kw)
+
+
+def turn(tid: str, content: str, user: str = "u") -> Turn:
+    return Turn(id=tid, user_id=user, content=content, session_id="s")
+
+
+async def test_start_stop_and_double_start(settings: Settings, provider: NativeProvider) -> None:
+    d = daemon_for(settings, provider)
+    assert d.state is DaemonState.CREATED
+    await d.start()
+    assert d.state is DaemonState.RUNNING and d.provider is provider and d.queue.running
+    with pytest.raises(DaemonError, match="running"):
+        await d.start()
+    waiter = asyncio.create_task(d.wait_until_stopped())
+    await d.stop()
+    await asyncio.wait_for(waiter, 5)
+    assert d.state is DaemonState.STOPPED and not d.queue.running
+    await d.stop()  # idempotent
+    with pytest.raises(DaemonError, match="stopped"):
+        await d.start()
+    with pytest.raises(DaemonError):
+        d.submit_turn(turn("x", "I live in Oslo"))
+    assert (await provider.health_check()).healthy  # a given provider is not closed
+
+
+async def test_submit_turn_gates_queues_and_stores(settings: Settings, provider: NativeProvider) -> None:
+    extractor = EchoExtractor()
+    async with daemon_for(settings, provider, extractor=extractor) as d:
+        verdict = d.submit_turn(turn("t1", "I moved to Lisbon last week and I work at a bakery"))
+        assert verdict.passed and verdict.score >= settings.extraction.gate_threshold
+        assert d.submit_turn(turn("t2", "ok thanks")).passed is False
+        assert await d.flush(timeout=5) is True
+        health = d.health()
+    assert extractor.calls and [i for ids, _ in extractor.calls for i in ids] == ["t1"]
+    (m,) = await provider.list(user_id="u")
+    assert "Lisbon" in m.content and m.source_ids == ("t1",)
+    assert health["queue"]["done"] == 1 and health["pipeline"]["added"] == 1 and health["state"] == "running"
+
+
+async def test_shutdown_leaves_unfinished_work_on_disk(settings: Settings, provider: NativeProvider) -> None:
+    slow = EchoExtractor(delay=30)
+    d = daemon_for(settings, provider, extractor=slow)
+    await d.start()
+    for i in range(3):
+        d.submit_turn(turn(f"k{i}", f"I adopted a dog named Rex{i} in Boston"))
+    await asyncio.sleep(0.1)  # the first batch is being extracted (slowly)
+    await d.stop(flush_timeout=0.1)
+    assert d.state is DaemonState.STOPPED
+    assert await provider.list(user_id="u") == []
+    # a new daemon finishes the job: nothing lost
+    async with daemon_for(settings, provider) as d2:
+        assert await d2.flush(timeout=5) is True
+    assert sorted(s for m in await provider.list(user_id="u") for s in m.source_ids) == ["k0", "k1", "k2"]
+
+
+async def test_schedule_fires_consolidation_and_cleanup(settings: Settings, provider: NativeProvider) -> None:
+    cfg = dataclasses.replace(settings.consolidation, interval_hours=0.0002, min_age_days=1, cluster_similarity=0.7,
+                              min_cluster_size=3)
+    fast = dataclasses.replace(settings, consolidation=cfg)
+    old = utcnow() - timedelta(days=30)
+    for month in ("June", "July", "August"):
+        await provider.add(Memory(f"Caroline went hiking in the Rocky Mountains in {month}", user_id="u",
+                                  created_at=old))
+    async with daemon_for(fast, provider) as d:
+        assert set(d.next_runs()) == {"consolidation", "cleanup"}
+        for _ in range(100):
+            if d.runs["consolidation"] >= 1:
+                break
+            await asyncio.sleep(0.1)
+        assert d.runs["consolidation"] >= 1 and d.runs["cleanup"] >= 1
+        first = d.last_reports["consolidation"]["u"]
+    assert first["merged"] == 1 and first["superseded"] == 3
+    (abstract,) = await provider.list(user_id="u")
+    assert abstract.content.startswith("Summary:") and abstract.metadata["consolidated_from_count"] == 3
+
+
+def test_interval_trigger_starts_at_preferred_hour() -> None:
+    trig = interval_trigger(24, 3)
+    start = trig.start_date  # type: ignore[attr-defined]
+    assert (start.hour, start.minute) == (3, 0)
+    assert trig.interval == timedelta(hours=24)  # type: ignore[attr-defined]
+    assert interval_trigger(0.5, 3).interval == timedelta(minutes=30)  # type: ignore[attr-defined]
+
+
+async def test_schedule_consolidation_on_demand(settings: Settings, provider: NativeProvider) -> None:
+    async with daemon_for(settings, provider) as d:
+        assert d.schedule_consolidation("u") is True
+        for _ in range(50):
+            if d.runs["consolidation"]:
+                break
+            await asyncio.sleep(0.05)
+        assert d.last_reports["consolidation"] == {"u": {"user_id": "u", "dry_run": False, "candidates": 0,
+                                                         "method": "word-overlap", "merged": 0, "superseded": 0,
+                                                         "clusters": []}}
+
+
+# --------------------------------------------------------------------------- socket
+async def request(path: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
+    return await asyncio.to_thread(ipc_request, path, payload, timeout)
+
+
+async def test_ipc_round_trip(settings: Settings, provider: NativeProvider) -> None:
+    async with daemon_for(settings, provider, serve_socket=True) as d:
+        path = settings.socket_path
+        assert path.exists() and (path.stat().st_mode & 0o777) == 0o600
+        pong = await request(path, {"op": "ping"})
+        assert pong is not None and pong["ok"] is True and pong["state"] == "running"
+
+        answer = await request(path, {"op": "enqueue", "turn": {"id": "s1", "user_id": "u", "session_id": "x",
+                                                                "content": "I prefer green tea in the morning"}})
+        assert answer == {"ok": True, "gated": True, "score": answer and answer["score"], "queued": True}
+        filler = await request(path, {"op": "enqueue", "turn": {"id": "s2", "user_id": "u", "content": "ok"}})
+        assert filler is not None and filler["queued"] is False
+        flushed = await request(path, {"op": "flush", "timeout": 5})
+        assert flushed == {"ok": True, "flushed": True, "pending": 0}
+        health = await request(path, {"op": "health"})
+        assert health is not None and health["ok"] and health["queue"]["done"] == 1
+
+        bad = await request(path, {"op": "nope"})
+        assert bad is not None and bad["ok"] is False and "unknown op" in bad["error"]
+        missing = await request(path, {"op": "enqueue"})
+        assert missing is not None and missing["ok"] is False
+
+        async def echo(req: dict[str, Any]) -> dict[str, Any]:
+            if req.get("fail"):
+                raise DexaiMemoryError("no such thing")
+            return {"echo": req["text"]}
+
+        d.ipc.register("test.echo", echo)
+        assert await request(path, {"op": "test.echo", "text": "hi"}) == {"ok": True, "echo": "hi"}
+        assert await request(path, {"op": "test.echo", "fail": True}) == {"ok": False, "error": "no such thing"}
+        assert await request(path, {"op": "test.echo"}) == {"ok": False, "error": "bad request for test.echo: "
+                                                                                "KeyError: 'text'"}
+    assert not path.exists()
+    assert ipc_request(path, {"op": "ping"}, 0.2) is None  # stopped: callers fall back
+    (m,) = await provider.list(user_id="u")
+    assert m.content == "I prefer green tea in the morning"
+
+
+async def test_ipc_garbage_and_several_requests_per_connection(tmp_path: Path) -> None:
+    server = IpcServer(tmp_path / "s.sock")
+
+    async def ping(req: dict[str, Any]) -> dict[str, Any]:
+        return {"n": req.get("n")}
+
+    server.register("ping", ping)
+    await server.start()
+    try:
+        def talk() -> list[bytes]:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                s.connect(str(tmp_path / "s.sock"))
+                s.sendall(b'not json\n{"op": "ping", "n": 1}\n[1]\n')
+                data = b""
+                while data.count(b"\n") < 3:
+                    data += s.recv(4096)
+            return data.splitlines()
+
+        lines = await asyncio.to_thread(talk)
+        assert b'"ok": false' in lines[0] and b"not JSON" in lines[0]
+        assert lines[1] == b'{"n": 1, "ok": true}'
+        assert b"string 'op'" in lines[2]
+    finally:
+        await server.aclose()
+
+
+def test_no_daemon_means_none(tmp_path: Path) -> None:
+    assert ipc_request(tmp_path / "absent.sock", {"op": "ping"}, 0.1) is None
+    stale = tmp_path / "stale.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(stale))  # bound but nobody listening: a crashed daemon's leftover
+    s.close()
+    assert ipc_request(stale, {"op": "ping"}, 0.1) is None
+
+
+async def test_stale_socket_replaced_live_one_refused(tmp_path: Path) -> None:
+    path = tmp_path / "d.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(path))
+    s.close()
+    first = IpcServer(path)
+
+    async def ping(req: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": 1}
+
+    first.register("ping", ping)
+    await first.start()  # replaced the stale file
+    try:
+        with pytest.raises(DexaiMemoryError, match="already running"):
+            await IpcServer(path).start()
+    finally:
+        await first.aclose()
