@@ -140,8 +140,8 @@ async def test_schedule_consolidation_on_demand(settings: Settings, provider: Na
 
 
 # --------------------------------------------------------------------------- socket
-async def request(path: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
-    return await asyncio.to_thread(ipc_request, path, payload, timeout)
+async def request(path: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    return await asyncio.to_thread(ipc_request, path, payload, 5.0)
 
 
 async def test_ipc_round_trip(settings: Settings, provider: NativeProvider) -> None:
