@@ -83,9 +83,14 @@ def import_mem0() -> Any:
         os.environ["MEM0_DIR"] = str(home_dir() / "mem0")
     try:
         import mem0
+        import mem0.memory.main as mem0_main
+        from mem0.memory import telemetry
         from mem0.utils import spacy_models
     except ImportError as exc:
         raise MissingExtra(f"the mem0 provider needs the mem0ai library: {INSTALL_HINT}") from exc
+    # mem0 reads MEM0_TELEMETRY when first imported; if someone imported it earlier, switch it off here too.
+    telemetry.MEM0_TELEMETRY = False
+    mem0_main.MEM0_TELEMETRY = False  # type: ignore[attr-defined]
     _no_spacy_download(spacy_models)
     # Mem0 warns on every start that the optional spaCy / fastembed parts are absent; we use neither.
     for name in ("mem0.utils.spacy_models", "mem0.vector_stores.qdrant", "mem0.memory.main"):
@@ -261,8 +266,10 @@ class Mem0Provider(MemoryProvider):
         from mem0.configs.base import MemoryConfig
 
         self.path.mkdir(parents=True, exist_ok=True)
+        # enable_sampling_parameters=False: Mem0 would send `temperature`, which current anthropic
+        # clients no longer accept for these models.
         llm: dict[str, Any] = {"model": self.config.llm_model, "api_key": self.api_key or "no-key-offline",
-                               "max_tokens": 2000}
+                               "max_tokens": 2000, "enable_sampling_parameters": False}
         if self.config.llm_base_url:
             llm["anthropic_base_url"] = self.config.llm_base_url
         elif not self.api_key:
@@ -300,9 +307,11 @@ class Mem0Provider(MemoryProvider):
     @staticmethod
     def _close(mem: Any) -> None:
         mem.close()
-        client = getattr(mem.vector_store, "client", None)
-        if client is not None:
-            client.close()
+        # Mem0 leaves its parts' clients open: close the store and the LLM's HTTP connections.
+        for part in (mem.vector_store, mem.llm):
+            client = getattr(part, "client", None)
+            if client is not None and callable(getattr(client, "close", None)):
+                client.close()
 
     @property
     def mem(self) -> Any:
