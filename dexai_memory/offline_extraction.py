@@ -236,6 +236,7 @@ class _Rewriter:
         return f"{other} {aux}{tail}"
 
 
+_INLINE_CAPTION = re.compile(r"\[(?:shares?|shared) (?:an image|a photo|a picture)(?::|\s+of)\s*([^\]]+)\]", re.I)
 _EMOJI = re.compile(r"\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
 _IMPERATIVE = re.compile(
     r"^(?:go|keep|stay|check|take|let's|lets|make sure|don't|do not|remember|try|have|enjoy|hang|never|always|"
@@ -355,6 +356,13 @@ class OfflineExtractor(Extractor):
         name = _speaker_name(turn)
         other = self._other_speaker(turn, name, history)
         text = redact(turn.content or "").replace("’", "'").replace("‘", "'")
+        inline = _INLINE_CAPTION.search(text)
+        if inline and not (turn.metadata or {}).get("caption"):
+            # "[shares an image: ...]" written into the text: treat it as the caption
+            text = _INLINE_CAPTION.sub(" ", text).strip()
+            turn = Turn(id=turn.id, user_id=turn.user_id, content=turn.content, role=turn.role, speaker=turn.speaker,
+                        timestamp=turn.timestamp, session_id=turn.session_id, project=turn.project,
+                        metadata={**(turn.metadata or {}), "caption": inline.group(1)})
         group = _GROUP_RE.search(text)
         if group:
             word = group.group("g").lower()

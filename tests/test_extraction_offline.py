@@ -149,3 +149,8 @@ async def test_importance_reflects_signal_strength() -> None:
         turn("b", "Caroline", "The weather here is quite grey and windy."),
     )
     assert strong.importance > weak.importance
+
+
+async def test_caption_written_into_the_text() -> None:
+    notes = await extract(turn("D1:5", "Caroline", "Look at this mural! [shares an image: a pride flag mural]"))
+    assert [n.content for n in notes] == ["Caroline shared a photo of a pride flag mural on 8 May 2023."]
