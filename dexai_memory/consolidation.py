@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from .supersession import content_words
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .extraction import Summarizer
     from .providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
@@ -47,12 +48,6 @@ logger = logging.getLogger(__name__)
 #: Types consolidation never merges (they have their own lifecycle).
 NOT_CONSOLIDATED = frozenset({MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT})
 ProgressCallback = Callable[[int], None]
-
-
-class Summarizer(Protocol):
-    """What consolidation needs from ``extraction.make_summarizer``."""
-
-    async def summarize(self, contents: list[str]) -> str: ...
 
 
 @dataclass

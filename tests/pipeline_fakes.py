@@ -8,16 +8,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from dexai_memory.extraction import Extractor, Summarizer
 from dexai_memory.models import ExtractedNote, MemoryType, Turn
 
-try:
-    from dexai_memory.extraction import Extractor
-except ImportError:  # pragma: no cover - until extraction.py lands
-    import abc
-
-    class Extractor(abc.ABC):  # type: ignore[no-redef]
-        @abc.abstractmethod
-        async def extract(self, turns: Sequence[Turn], context: Sequence[str] = ()) -> list[ExtractedNote]: ...
+__all__ = ["EchoExtractor", "Extractor", "FailingExtractor", "JoinSummarizer"]
 
 
 class EchoExtractor(Extractor):
@@ -26,9 +20,9 @@ class EchoExtractor(Extractor):
     def __init__(self, delay: float = 0.0, note_type: MemoryType = MemoryType.FACT):
         self.delay = delay
         self.note_type = note_type
-        self.calls: list[tuple[list[str], tuple[str, ...]]] = []
+        self.calls: list[tuple[list[str], tuple[Turn | str, ...]]] = []
 
-    async def extract(self, turns: Sequence[Turn], context: Sequence[str] = ()) -> list[ExtractedNote]:
+    async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
         self.calls.append(([t.id for t in turns], tuple(context)))
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -43,10 +37,21 @@ class FailingExtractor(Extractor):
         self.marker = marker
         self.calls = 0
 
-    async def extract(self, turns: Sequence[Turn], context: Sequence[str] = ()) -> list[ExtractedNote]:
+    async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
         from dexai_memory.errors import ExtractionError
 
         self.calls += 1
         if any(self.marker in t.content for t in turns):
             raise ExtractionError("the model returned garbage")
         return [ExtractedNote(content=t.content, source_ids=(t.id,)) for t in turns]
+
+
+class JoinSummarizer(Summarizer):
+    """An extractive stand-in: "Summary: " + the sorted contents joined; records its inputs."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    async def summarize(self, contents: list[str]) -> str:
+        self.calls.append(list(contents))
+        return "Summary: " + " | ".join(sorted(contents))

@@ -14,17 +14,7 @@ from dexai_memory.consolidation import cleanup, consolidate, known_users, word_o
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from dexai_memory.providers.native import NativeProvider
-
-
-class JoinSummarizer:
-    """An extractive stand-in for the configured summarizer; records its inputs."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    async def summarize(self, contents: list[str]) -> str:
-        self.calls.append(list(contents))
-        return "Summary: " + " | ".join(sorted(contents))
+from tests.pipeline_fakes import JoinSummarizer
 
 
 def aged(content: str, days: float, **kw: object) -> Memory:

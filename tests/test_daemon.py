@@ -19,12 +19,7 @@ from dexai_memory.ipc import IpcServer, ipc_request
 from dexai_memory.models import Memory, Turn, utcnow
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession import OfflineClassifier
-from tests.pipeline_fakes import EchoExtractor
-
-
-class JoinSummarizer:
-    async def summarize(self, contents: list[str]) -> str:
-        return "Summary: " + " | ".join(sorted(contents))
+from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
 
 
 @pytest.fixture

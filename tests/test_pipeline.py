@@ -113,7 +113,7 @@ async def test_private_text_and_secrets_never_stored(provider: NativeProvider, s
 
 
 class CommitmentExtractor(Extractor):
-    async def extract(self, turns: Sequence[Turn], context: Sequence[str] = ()) -> list[ExtractedNote]:
+    async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
         due = datetime(2030, 5, 9, tzinfo=UTC)
         return [ExtractedNote(content=f"User promised to {t.content}", type=MemoryType.COMMITMENT, importance=7,
                               source_ids=(t.id,), commitment=Commitment(what=t.content, who="Sarah", due_at=due,
