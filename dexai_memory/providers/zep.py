@@ -271,7 +271,7 @@ class ZepProvider(MemoryProvider):
     async def users(self) -> builtins.list[str]:
         """Every Zep user id of the project (each may hold memories)."""
         pager = await self._call("user list", self.client.user.list(page_size=PAGE))
-        return sorted(u.user_id async for u in pager if u.user_id)
+        return sorted([u.user_id async for u in pager if u.user_id])
 
     # ------------------------------------------------------------------ edges
     async def _add_edges(self, graph: _UserGraph, memories: builtins.list[Memory]) -> None:
