@@ -10,7 +10,9 @@ Measures, on ``/work/shared/bench/locomo/locomo10-dev.json``:
 * offline extractor latency per turn (p50/p95/p99) and throughput, notes per
   turn, and the share of evidence turns that yield at least one note.
 
-Timings are taken with the garbage collector paused, each turn timed once.
+Timings are taken with the garbage collector paused; the gate is also timed
+as the minimum of three runs per turn, which filters out preemption by other
+processes on a shared machine (both figures are reported).
 Target: gate p99 < 1 ms. ``--quick``: the first 300 turns.
 """
 
@@ -39,6 +41,8 @@ from dexai_memory.offline_extraction import OfflineExtractor
 
 NAME = "gate"
 RECENT = 6
+#: Each turn is also scored this many times; the minimum is reported separately.
+REPEATS = 3
 QUICK_TURNS = 300
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"D(\d+):(\d+)")
@@ -69,6 +73,7 @@ def run(quick: bool) -> dict[str, Any]:
     gate = Gate(DEFAULT_GATE_THRESHOLD)
     extractor = OfflineExtractor(gate=gate)
     gate_ms: list[float] = []
+    gate_best_ms: list[float] = []
     extract_ms: list[float] = []
     passed = evidence_total = evidence_passed = evidence_noted = notes = 0
     signal_counts: dict[str, int] = {}
@@ -83,6 +88,12 @@ def run(quick: bool) -> dict[str, Any]:
                 start = time.perf_counter()
                 result = gate.score(turn.content, recent)
                 gate_ms.append((time.perf_counter() - start) * 1000)
+                best = gate_ms[-1]
+                for _ in range(REPEATS - 1):  # min of repeats filters out preemption on a shared machine
+                    start = time.perf_counter()
+                    gate.score(turn.content, recent)
+                    best = min(best, (time.perf_counter() - start) * 1000)
+                gate_best_ms.append(best)
                 start = time.perf_counter()
                 found = extractor.extract_sync([turn], turns[max(0, i - 4):i])
                 extract_ms.append((time.perf_counter() - start) * 1000)
@@ -99,7 +110,7 @@ def run(quick: bool) -> dict[str, Any]:
         gc.enable()
     return {
         "turns": done,
-        "gate": {**latency_stats(gate_ms), "pass_rate": round(passed / done, 4),
+        "gate": {**latency_stats(gate_ms), "best_of_repeats": latency_stats(gate_best_ms), "pass_rate": round(passed / done, 4),
                  "evidence_turns": evidence_total,
                  "evidence_pass_rate": round(evidence_passed / evidence_total, 4) if evidence_total else None,
                  "signal_rates": {k: round(v / done, 4) for k, v in sorted(signal_counts.items())}},
@@ -116,6 +127,8 @@ def render(results: dict[str, Any]) -> str:
     rows = [
         ["gate (regex, no NER)", g["p50_ms"], g["p95_ms"], g["p99_ms"], g["mean_ms"],
          f"pass {g['pass_rate']:.1%}, evidence pass {g['evidence_pass_rate'] or 0:.1%}"],
+        [f"gate, min of {REPEATS} runs", g["best_of_repeats"]["p50_ms"], g["best_of_repeats"]["p95_ms"],
+         g["best_of_repeats"]["p99_ms"], g["best_of_repeats"]["mean_ms"], "scheduler noise filtered out"],
         ["offline extractor", x["p50_ms"], x["p95_ms"], x["p99_ms"], x["mean_ms"],
          f"{x['turns_per_s']} turns/s, {x['notes_per_turn']} notes/turn, "
          f"evidence covered {x['evidence_coverage'] or 0:.1%}"],
@@ -129,7 +142,8 @@ def render(results: dict[str, Any]) -> str:
 
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     g, x = results["gate"], results["offline_extractor"]
-    return {"gate_p50_ms": g["p50_ms"], "gate_p99_ms": g["p99_ms"], "gate_pass_rate": g["pass_rate"],
+    return {"gate_p50_ms": g["p50_ms"], "gate_p99_ms": g["p99_ms"],
+            "gate_p99_ms_min_of_repeats": g["best_of_repeats"]["p99_ms"], "gate_pass_rate": g["pass_rate"],
             "gate_evidence_pass_rate": g["evidence_pass_rate"], "offline_extract_p50_ms": x["p50_ms"],
             "offline_extract_p99_ms": x["p99_ms"], "offline_extract_turns_per_s": x["turns_per_s"],
             "offline_evidence_coverage": x["evidence_coverage"]}
