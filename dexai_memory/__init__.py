@@ -1,1 +1,80 @@
-"""dexai-memory: semantic memory for Claude agents that survives compaction."""
+"""dexai-memory: semantic memory for Claude agents that survives compaction.
+
+The public API. Names load lazily on first use, so importing the package (as
+every command-hook process does) costs almost nothing::
+
+    from dexai_memory import load_settings, MemoryDaemon, memory_hooks
+
+Everything not listed in ``__all__`` is private.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    # configuration
+    "Settings": "config", "load_settings": "config", "home_dir": "config",
+    # data model
+    "Memory": "models", "MemoryType": "models", "Tier": "models", "SearchFilters": "models",
+    "SearchResult": "models", "Turn": "models", "UpdateAction": "models", "UpdateDecision": "models",
+    # errors
+    "DexaiMemoryError": "errors", "ConfigError": "errors", "StorageError": "errors", "DatabaseCorrupt": "errors",
+    "MemoryNotFound": "errors", "InvalidMemory": "errors", "ProviderError": "errors", "MissingExtra": "errors",
+    "ExtractionError": "errors", "QueueError": "errors",
+    # providers
+    "MemoryProvider": "providers.base", "make_provider": "providers", "NativeProvider": "providers.native",
+    # embeddings
+    "Embedder": "embeddings", "make_embedder": "embeddings",
+    # warm and cold path
+    "Gate": "gate", "Pipeline": "pipeline", "MemoryDaemon": "daemon",
+    # hot path
+    "auto_recall": "recall", "recall_block": "recall", "memory_hooks": "hooks",
+    "memory_mcp_server": "tools", "allowed_tools": "tools",
+    "create_with_memory": "compaction", "CompactingClient": "compaction",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .compaction import CompactingClient, create_with_memory
+    from .config import Settings, home_dir, load_settings
+    from .daemon import MemoryDaemon
+    from .embeddings import Embedder, make_embedder
+    from .errors import (
+        ConfigError,
+        DatabaseCorrupt,
+        DexaiMemoryError,
+        ExtractionError,
+        InvalidMemory,
+        MemoryNotFound,
+        MissingExtra,
+        ProviderError,
+        QueueError,
+        StorageError,
+    )
+    from .gate import Gate
+    from .hooks import memory_hooks
+    from .models import Memory, MemoryType, SearchFilters, SearchResult, Tier, Turn, UpdateAction, UpdateDecision
+    from .pipeline import Pipeline
+    from .providers import make_provider
+    from .providers.base import MemoryProvider
+    from .providers.native import NativeProvider
+    from .recall import auto_recall, recall_block
+    from .tools import allowed_tools, memory_mcp_server
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dexai_memory' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
