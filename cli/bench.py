@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import click
-
 from dexai_memory.cli.common import fail
 
 BENCH_PACKAGE = "benchmarks"
