@@ -1,0 +1,259 @@
+"""Hook benchmark (issue 4): recall latency in-process and command-hook wall time.
+
+Measures:
+
+* **in-process recall** at 10k and 100k synthetic memories (one user):
+  ``auto_recall`` on cold-start prompts (so it always searches; hybrid search,
+  ranking, filtering and block rendering, query embedding included) and
+  ``recall_block`` (budget mode, 800 tokens), p50/p95 in ms.
+  Targets: p95 <= 15 ms at 10k, <= 40 ms at 100k.
+* **command-hook wall time** at 10k memories, process start to exit, per event
+  (``session-start``, ``user-prompt-submit``, ``pre-compact``,
+  ``post-tool-use``, ``stop``, ``session-end``), as Claude Code runs them:
+  a new process reading the hook JSON on stdin. Three launchers:
+  ``runtime`` (``python -m dexai_memory.hook_runtime``), ``plugin`` (the
+  plugin's ``hooks/dexai-hook`` launcher as hooks.json calls it) and
+  ``dexai`` (the ``dexai hook`` console script: click + cli/main first).
+  Without a daemon (BM25 fallback straight from SQLite) and, for
+  user-prompt-submit, with a daemon answering on the socket (hybrid recall).
+  Target: user-prompt-submit p95 <= 150 ms at 10k.
+
+The embedded databases come from ``search_bench``'s cache (built once).
+``--quick``: 2k memories for everything, fewer repetitions, no 100k row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import synthetic
+from benchmarks.common import REPO_ROOT, arg_parser, format_table, latency_stats, say, write_result
+from benchmarks.search_bench import embedded_db
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.embeddings import OnnxMiniLMEmbedder
+from dexai_memory.hook_ops import register_ipc_ops
+from dexai_memory.ipc import IpcServer
+from dexai_memory.providers.native import NativeProvider
+from dexai_memory.recall import auto_recall, recall_block
+
+NAME = "hooks"
+USER = "bench-user"
+RECALL_TARGETS_MS = {10_000: 15.0, 100_000: 40.0}
+HOOK_TARGET_MS = 150.0
+EVENTS = ("session-start", "user-prompt-submit", "pre-compact", "post-tool-use", "stop", "session-end")
+
+
+def prepare_home(db: Path, root: Path) -> Settings:
+    """A data directory holding a copy of ``db`` as its memory.db (the cache stays untouched)."""
+    home = Path(tempfile.mkdtemp(prefix="hb", dir=root))
+    shutil.copy2(db, home / "memory.db")
+    return load_settings(home=home)
+
+
+async def in_process(settings: Settings, queries: Sequence[str]) -> dict[str, Any]:
+    embedder = OnnxMiniLMEmbedder()
+    async with NativeProvider(settings.db_path, embedder=embedder, search=settings.search) as provider:
+        for q in queries[:5]:  # warm the model and the page cache
+            await auto_recall(provider, USER, q, [], settings)
+        auto_ms, block_ms, injected, tokens = [], [], [], []
+        for q in queries:
+            t0 = time.perf_counter()
+            r = await auto_recall(provider, USER, q, [], settings)
+            auto_ms.append((time.perf_counter() - t0) * 1000)
+            injected.append(len(r.memories))
+            t0 = time.perf_counter()
+            b = await recall_block(provider, USER, q, settings)
+            block_ms.append((time.perf_counter() - t0) * 1000)
+            tokens.append(b.tokens)
+    return {"auto_recall": latency_stats(auto_ms), "recall_block": latency_stats(block_ms),
+            "mean_injected": round(sum(injected) / len(injected), 2),
+            "mean_block_tokens": round(sum(tokens) / len(tokens), 1)}
+
+
+def _launchers() -> dict[str, list[str]]:
+    bindir = Path(sys.executable).parent
+    out = {"runtime": [sys.executable, "-m", "dexai_memory.hook_runtime"],
+           "plugin": [str(REPO_ROOT / "hooks" / "dexai-hook")]}
+    dexai = bindir / "dexai"
+    if dexai.exists():
+        out["dexai"] = [str(dexai), "hook"]
+    return out
+
+
+def _payload(event: str, i: int, transcript: Path, queries: Sequence[str]) -> dict[str, Any]:
+    base: dict[str, Any] = {"session_id": f"bench-{event}-{i}", "transcript_path": str(transcript),
+                            "cwd": str(REPO_ROOT), "hook_event_name": event}
+    if event == "session-start":
+        base["source"] = "startup"
+    elif event == "user-prompt-submit":
+        base.update(prompt=queries[i % len(queries)], prompt_id=f"p{i}")
+    elif event == "pre-compact":
+        base.update(trigger="manual", custom_instructions=None)
+    elif event == "post-tool-use":
+        base.update(tool_name="Bash", tool_use_id=f"t{i}",
+                    tool_response={"stdout": f"Deployed build {i} to staging for Sarah at 3pm tomorrow"})
+    elif event == "stop":
+        base.update(last_assistant_message=f"I'll remind you to email Priya on Friday ({i}).")
+    return base
+
+
+CPU_MS: dict[str, list[float]] = {}
+
+
+def time_hook(argv: Sequence[str], event: str, settings: Settings, payloads: Sequence[dict[str, Any]],
+              cpu_key: str | None = None) -> list[float]:
+    """Wall ms per run (process start to exit); CPU ms (user+sys) kept in CPU_MS[cpu_key]."""
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(settings.home), "DEXAI_MEMORY_USER": USER,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = []
+    for payload in payloads:
+        data = json.dumps(payload)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run([*argv, event], input=data, capture_output=True, text=True, env=env, timeout=60,
+                              check=False)
+        out.append((time.perf_counter() - t0) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if cpu_key:
+            CPU_MS.setdefault(cpu_key, []).append(
+                (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} {event} exited {proc.returncode}: {proc.stderr}")
+    return out
+
+
+class _Daemon:
+    """A daemon stand-in serving the hook socket ops from a background thread."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.ipc = IpcServer(settings.socket_path)
+        self.provider: NativeProvider | None = None
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        async with NativeProvider(self.settings.db_path, embedder=OnnxMiniLMEmbedder()) as provider:
+            self.provider = provider
+            await provider.search("warm up", user_id=USER)
+            register_ipc_ops(self)
+            await self.ipc.start()
+            self._ready.set()
+            await self._stop.wait()
+            await self.ipc.aclose()
+
+    def __enter__(self) -> _Daemon:
+        self._thread.start()
+        if not self._ready.wait(120):
+            raise RuntimeError("daemon stand-in did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+
+
+def hook_walls(settings: Settings, queries: Sequence[str], reps: int, tmp: Path) -> dict[str, Any]:
+    transcript = tmp / "transcript.jsonl"
+    transcript.write_text("".join(json.dumps({"type": r, "message": {"role": r, "content": t}}) + "\n" for r, t in [
+        ("user", "Let's get the release out today."), ("assistant", "Starting with the changelog."),
+        ("user", "Also bump the version in pyproject."), ("assistant", "Done: version bumped to 1.4.0.")] * 20))
+    results: dict[str, Any] = {}
+    for name, argv in _launchers().items():
+        for event in EVENTS:
+            n = reps if event == "user-prompt-submit" else max(3, reps // 3)
+            payloads = [_payload(event, i, transcript, queries) for i in range(n)]
+            time_hook(argv, event, settings, payloads[:1])  # warm the page cache
+            key = f"{name}/{event}"
+            results[key] = latency_stats(time_hook(argv, event, settings, payloads, key))
+            results[key]["cpu_p50_ms"] = round(sorted(CPU_MS[key])[len(CPU_MS[key]) // 2], 1)
+            say(f"  {name:8s} {event:20s} p95 {results[f'{name}/{event}']['p95_ms']} ms")
+    with _Daemon(settings):
+        payloads = [_payload("user-prompt-submit", i + 1000, transcript, queries) for i in range(reps)]
+        for name in ("runtime", "plugin"):
+            argv = _launchers()[name]
+            time_hook(argv, "user-prompt-submit", settings, payloads[:1])
+            key = f"{name}+daemon/user-prompt-submit"
+            results[key] = latency_stats(time_hook(argv, "user-prompt-submit", settings, payloads, key))
+            results[key]["cpu_p50_ms"] = round(sorted(CPU_MS[key])[len(CPU_MS[key]) // 2], 1)
+    return results
+
+
+async def amain(args: Any) -> int:
+    quick = args.quick
+    sizes = [2_000] if quick else [10_000, 100_000]
+    hook_size = sizes[0]
+    queries = synthetic.queries(15 if quick else 60, seed=11)
+    embedder = OnnxMiniLMEmbedder()
+    results: dict[str, Any] = {"in_process": {}, "hooks": {}}
+    # An installed package has its bytecode compiled by pip; this checkout may not (PYTHONDONTWRITEBYTECODE).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO_ROOT / "dexai_memory"), str(REPO_ROOT / "cli")],
+                   check=False, capture_output=True)
+    with tempfile.TemporaryDirectory(prefix="hb") as tmp_s:
+        tmp = Path(tmp_s)
+        homes: dict[int, Settings] = {}
+        for n in sizes:
+            db, build = await embedded_db(n, 7, embedder, use_cache=not quick, rebuild=False, tmp=tmp)
+            homes[n] = prepare_home(db, tmp)
+            say(f"in-process recall at {n:,} memories")
+            results["in_process"][str(n)] = {**await in_process(homes[n], queries), "build": build}
+        say(f"command hooks at {hook_size:,} memories")
+        results["hooks"] = await asyncio.to_thread(hook_walls, homes[hook_size], queries, 8 if quick else 40, tmp)
+    rows = []
+    for n, r in results["in_process"].items():
+        target = RECALL_TARGETS_MS.get(int(n))
+        rows.append([f"auto_recall @ {int(n):,}", r["auto_recall"]["p50_ms"], r["auto_recall"]["p95_ms"], target,
+                     r["mean_injected"]])
+        rows.append([f"recall_block @ {int(n):,}", r["recall_block"]["p50_ms"], r["recall_block"]["p95_ms"], None,
+                     r["mean_block_tokens"]])
+    print(format_table(["in-process", "p50 ms", "p95 ms", "target p95", "mean memories/tokens"], rows,
+                       title="Recall latency (in-process, query embedding included)"))
+    print()
+    hook_rows = [[k, v["p50_ms"], v["p95_ms"], v.get("cpu_p50_ms"),
+                  HOOK_TARGET_MS if k.endswith("user-prompt-submit") else None]
+                 for k, v in results["hooks"].items()]
+    print(format_table(["launcher/event", "p50 ms", "p95 ms", "cpu p50 ms", "target p95"], hook_rows,
+                       title=f"Command-hook wall time, process start to exit ({hook_size:,} memories)"))
+    summary: dict[str, Any] = {}
+    for n, r in results["in_process"].items():
+        label = f"{int(n) // 1000}k"
+        summary[f"auto_recall_p95_ms_{label}"] = r["auto_recall"]["p95_ms"]
+        summary[f"recall_block_p95_ms_{label}"] = r["recall_block"]["p95_ms"]
+    for key in ("runtime/user-prompt-submit", "plugin/user-prompt-submit", "dexai/user-prompt-submit",
+                "plugin+daemon/user-prompt-submit"):
+        if key in results["hooks"]:
+            summary[f"{key.replace('/', '_').replace('+', '_').replace('-', '_')}_p95_ms"] = \
+                results["hooks"][key]["p95_ms"]
+    path = write_result(NAME, quick=quick, params={"sizes": sizes, "hook_size": hook_size, "queries": len(queries),
+                                                   "launchers": list(_launchers())},
+                        summary=summary, results=results, out_dir=args.out)
+    say(f"wrote {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = arg_parser("hook_bench", __doc__.splitlines()[0] if __doc__ else "")
+    return asyncio.run(amain(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
