@@ -206,8 +206,9 @@ async def amain(args: Any) -> int:
     embedder = OnnxMiniLMEmbedder()
     results: dict[str, Any] = {"in_process": {}, "hooks": {}}
     # An installed package has its bytecode compiled by pip; this checkout may not (PYTHONDONTWRITEBYTECODE).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO_ROOT / "dexai_memory"), str(REPO_ROOT / "cli")],
-                   check=False, capture_output=True)
+    await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "compileall", "-q",
+                                             str(REPO_ROOT / "dexai_memory"), str(REPO_ROOT / "cli")],
+                            check=False, capture_output=True)
     with tempfile.TemporaryDirectory(prefix="hb") as tmp_s:
         tmp = Path(tmp_s)
         homes: dict[int, Settings] = {}

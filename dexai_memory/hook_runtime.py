@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .config import Settings, load_settings
+from .config import Settings
 from .models import Memory, MemoryType, SearchResult, Tier, utcnow
 
 logger = logging.getLogger("dexai_memory.hook_runtime")  # not __name__: "__main__" under -m
