@@ -52,6 +52,7 @@ from ..models import (
     MemoryType,
     SearchFilters,
     SearchResult,
+    Tier,
     as_utc,
     utcnow,
 )
@@ -156,8 +157,8 @@ def memory_from_item(item: Mapping[str, Any], user_id: str) -> Memory:
         content=item.get("memory") or "", user_id=user_id, id=meta["dx_id"], project=meta.get("dx_project"),
         type=meta.get("dx_type") or MemoryType.FACT, importance=meta.get("dx_importance", 5),
         confidence=meta.get("dx_confidence", 0.8), mention_count=meta.get("dx_mention_count", 1),
-        tier=meta.get("dx_tier") or "L2", source_ids=tuple(meta.get("dx_source_ids") or ()),
-        session_id=meta.get("dx_session"), created_at=as_utc(meta.get("dx_created") or item.get("created_at")),
+        tier=Tier.parse(meta.get("dx_tier") or "L2"), source_ids=tuple(meta.get("dx_source_ids") or ()),
+        session_id=meta.get("dx_session"), created_at=as_utc(meta.get("dx_created") or item.get("created_at")) or utcnow(),
         updated_at=as_utc(meta.get("dx_updated")), valid_from=as_utc(meta.get("dx_valid_from")),
         valid_until=as_utc(meta.get("dx_valid_until")), superseded_by=meta.get("dx_superseded_by"),
         superseded_at=as_utc(meta.get("dx_superseded_at")), archived=bool(meta.get("dx_archived")),

@@ -48,6 +48,7 @@ from ..models import (
     MemoryType,
     SearchFilters,
     SearchResult,
+    Tier,
     as_utc,
     utcnow,
 )
@@ -101,8 +102,8 @@ def memory_from_edge(edge: Any, user_id: str) -> Memory:
         content=edge.fact or "", user_id=user_id, id=a["dx_id"], project=a.get("dx_project"),
         type=a.get("dx_type") or MemoryType.FACT, importance=a.get("dx_importance", 5),
         confidence=a.get("dx_confidence", 0.8), mention_count=a.get("dx_mention_count", 1),
-        tier=a.get("dx_tier") or "L2", source_ids=tuple(json.loads(a.get("dx_source_ids") or "[]")),
-        session_id=a.get("dx_session"), created_at=as_utc(a.get("dx_created") or edge.created_at),
+        tier=Tier.parse(a.get("dx_tier") or "L2"), source_ids=tuple(json.loads(a.get("dx_source_ids") or "[]")),
+        session_id=a.get("dx_session"), created_at=as_utc(a.get("dx_created") or edge.created_at) or utcnow(),
         updated_at=as_utc(a.get("dx_updated")), valid_from=as_utc(edge.valid_at),
         valid_until=as_utc(edge.invalid_at), superseded_by=a.get("dx_superseded_by"),
         superseded_at=as_utc(edge.expired_at), archived=bool(a.get("dx_archived")),
