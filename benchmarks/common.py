@@ -151,21 +151,24 @@ def fmt(value: Any, digits: int = 2) -> str:
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None) -> str:
     """A plain-text table (GitHub-markdown compatible) of ``rows`` under ``headers``."""
-    cells = [[fmt(v) for v in row] for row in rows]
+    raw = [list(row) for row in rows]
+    cells = [[fmt(v) for v in row] for row in raw]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    # numbers (and n/a) are right-aligned, text left-aligned
+    numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in raw if i < len(r)) and i > 0
+               for i in range(len(headers))]
 
     def line(values: Sequence[str]) -> str:
-        parts = []
-        for i, v in enumerate(values):
-            parts.append(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]))
-        return "| " + " | ".join(parts) + " |"
+        return "| " + " | ".join(v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i])
+                                 for i, v in enumerate(values)) + " |"
 
     out = [] if title is None else [title, ""]
     out.append(line(headers))
-    out.append("|" + "|".join(("-" * (w + 2)) if i == 0 else ("-" * (w + 1) + ":") for i, w in enumerate(widths)) + "|")
+    out.append("|" + "|".join(("-" * (w + 1) + ":") if numeric[i] else ("-" * (w + 2))
+                              for i, w in enumerate(widths)) + "|")
     out.extend(line(row) for row in cells)
     return "\n".join(out)
 

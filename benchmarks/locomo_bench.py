@@ -150,18 +150,29 @@ def _turns_of(sample: dict[str, Any], user_id: str) -> list[Turn]:
     return turns
 
 
+def _shared_turns(path: Path) -> dict[str, list[Turn]] | None:
+    """Turns by sample id from the shared loader ``benchmarks.locomo`` (None if it is missing)."""
+    try:
+        from benchmarks import locomo
+    except ImportError:
+        return None
+    return {c.sample_id: locomo.conversation_turns(c, user_id=f"locomo-{c.sample_id}")
+            for c in locomo.load_conversations(path)}
+
+
 def load(path: Path = LOCOMO_PATH) -> list[Conversation]:
     """The conversations of the LoCoMo file at ``path`` with their category 1-4 questions.
 
-    The loader is this file's own; switch to the shared ``benchmarks.locomo``
-    (``load_conversations`` / ``conversation_turns``) once it exists.
+    Turns come from the shared loader (``benchmarks.locomo``, also used by the
+    ingest benchmarks) when it is present, else from :func:`_turns_of` here.
     """
     samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    shared = _shared_turns(path)
     out = []
     for sample in samples:
         conv_id = str(sample["sample_id"])
         user_id = f"locomo-{conv_id}"
-        turns = _turns_of(sample, user_id)
+        turns = shared[conv_id] if shared is not None else _turns_of(sample, user_id)
         known = {t.id for t in turns}
         questions, dropped_all = [], []
         for i, qa in enumerate(sample["qa"]):
@@ -490,7 +501,8 @@ def render_misses(misses: list[Miss], convs: Sequence[Conversation], n: int, met
             for gid in m.question.gold:
                 mark = "+" if gid in m.retrieved else "-"
                 t = turns[gid]
-                parts.append(f"  {mark} gold {gid} ({t.metadata.get('date', '')}): {turn_text(t)[:160]}")
+                when = t.timestamp.strftime("%d %b %Y") if t.timestamp else "?"
+                parts.append(f"  {mark} gold {gid} ({when}): {turn_text(t)[:160]}")
             shown = ", ".join(m.retrieved[:12]) + (" ..." if len(m.retrieved) > 12 else "")
             parts.append(f"  retrieved ({len(m.retrieved)}): {shown}")
             for rid in m.retrieved[:3]:
