@@ -35,7 +35,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +45,10 @@ from .commitments import CommitmentStore, commitment_store
 from .embeddings import Embedder
 from .errors import InvalidMemory, MemoryNotFound
 from .models import (
+    Commitment,
     ExtractedNote,
     Memory,
+    MemoryEvent,
     MemoryType,
     SearchFilters,
     Tier,
@@ -54,8 +56,9 @@ from .models import (
     UpdateAction,
     UpdateDecision,
     as_utc,
+    utcnow,
 )
-from .supersession import resolve
+from .supersession import content_words, jaccard, resolve
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -116,6 +119,19 @@ class PipelineReport:
 
     def to_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class WriteBehind:
+    """Ingest's buffer of notes decided ADD but not yet written (see :meth:`Pipeline.store_note`)."""
+
+    #: Memory ids known to exist (or buffered): a note with one of them is a replay.
+    known_ids: set[str] = field(default_factory=set)
+    #: True when ``known_ids`` holds every id of the user (no per-note existence check needed).
+    prefetched: bool = False
+    pending: dict[str, Memory] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    commitments: list[tuple[Commitment, Memory]] = field(default_factory=list)
 
 
 class CachedEmbedder(Embedder):
@@ -345,13 +361,19 @@ class Pipeline:
             return False
         return True
 
-    async def decide(self, memory: Memory) -> tuple[UpdateDecision, Memory | None]:
-        """Supersession: the one decision for ``memory`` against its most similar valid memories."""
+    async def decide(self, memory: Memory, pending: Sequence[Memory] = ()) -> tuple[UpdateDecision, Memory | None]:
+        """Supersession: the one decision for ``memory`` against its most similar valid memories
+        (found by ``provider.search``, plus ``pending``: notes decided but not yet written)."""
         if not self.settings.supersession.enabled:
             return UpdateDecision(UpdateAction.ADD, None, "supersession disabled"), None
-        results = await self.provider.search(memory.content, user_id=memory.user_id,
-                                             limit=self.settings.supersession.comparison_top_k)
+        top_k = self.settings.supersession.comparison_top_k
+        results = await self.provider.search(memory.content, user_id=memory.user_id, limit=top_k)
         existing = [r.memory for r in results if r.memory.id != memory.id]
+        if pending:
+            words = content_words(memory.content)
+            near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id != memory.id),
+                          key=lambda x: -x[0])
+            existing += [m for score, m in near[:top_k] if score > 0]
         decision = resolve(await self.provider.classify_update(memory.content, existing))
         target = next((m for m in existing if m.id == decision.memory_id), None)
         if decision.action is not UpdateAction.ADD and target is None:
@@ -360,31 +382,88 @@ class Pipeline:
         return decision, target
 
     async def store_note(self, note: ExtractedNote, turns: Sequence[Turn],
-                         report: PipelineReport | None = None) -> Memory | None:
-        """Store one note through supersession; returns the memory written, or None if skipped."""
+                         report: PipelineReport | None = None, *,
+                         batch: WriteBehind | None = None) -> Memory | None:
+        """Store one note through supersession; returns the memory written, or None if skipped.
+
+        With ``batch`` (ingest), notes decided ADD are buffered and written
+        together; any other decision flushes the buffer first if it concerns
+        a buffered note.
+        """
         report = report if report is not None else PipelineReport()
         memory = self.note_memory(note, turns)
-        if await self._exists(memory.id, memory.user_id):
+        if batch is not None and memory.id in batch.known_ids:
+            report.skipped += 1
+            return None
+        if (batch is None or not batch.prefetched) and await self._exists(memory.id, memory.user_id):
             report.skipped += 1
             logger.debug("note %s already stored (replayed turn): skipped", memory.id)
             return None
-        decision, target = await self.decide(memory)
+        decision, target = await self.decide(memory, list(batch.pending.values()) if batch else ())
         if (target is not None and decision.action in (UpdateAction.NOOP, UpdateAction.UPDATE)
                 and set(memory.source_ids) <= set(target.source_ids)):
             report.skipped += 1
             logger.debug("note from %s already merged into %s: skipped", memory.source_ids, target.id)
             return None
-        stored = await self.provider.apply_decision(decision, memory)
+        if batch is not None:
+            batch.known_ids.add(memory.id)
+            if decision.action is UpdateAction.ADD:
+                batch.pending[memory.id] = memory
+                batch.reasons[memory.id] = decision.reason
+                if note.commitment is not None:
+                    batch.commitments.append((note.commitment, memory))
+                report.count(decision.action)
+                return memory
+            if target is not None and target.id in batch.pending:
+                await self.flush_batch(batch, report)
+        try:
+            stored = await self.provider.apply_decision(decision, memory)
+        except InvalidMemory as exc:  # the id exists after all (a soft-deleted note): never store it again
+            report.skipped += 1
+            logger.debug("note %s not stored: %s", memory.id, exc)
+            return None
         report.count(decision.action)
         logger.info("supersession %s for user %s: %s (%s)", decision.action.value, memory.user_id,
                     stored.id if stored else decision.memory_id, decision.reason)
         if note.commitment is not None and stored is not None and decision.action in (UpdateAction.ADD,
                                                                                        UpdateAction.SUPERSEDE):
-            await self.commitments.add(note.commitment, user_id=memory.user_id, memory_id=stored.id,
-                                       source_ids=memory.source_ids, session_id=memory.session_id,
-                                       project=memory.project)
-            report.commitments += 1
+            await self._track(note.commitment, stored, report)
         return stored
+
+    async def _track(self, commitment: Commitment, memory: Memory, report: PipelineReport) -> None:
+        await self.commitments.add(commitment, user_id=memory.user_id, memory_id=memory.id,
+                                   source_ids=memory.source_ids, session_id=memory.session_id,
+                                   project=memory.project)
+        report.commitments += 1
+
+    async def flush_batch(self, batch: WriteBehind, report: PipelineReport) -> None:
+        """Write the buffered ADD notes (one batched insert), their ADD events and commitments."""
+        if not batch.pending:
+            return
+        memories = list(batch.pending.values())
+        try:
+            await self.provider.add_many(memories)
+        except InvalidMemory:  # an id exists after all (a soft-deleted note): add one by one, skip those
+            kept = []
+            for m in memories:
+                try:
+                    kept.append(await self.provider.add(m))
+                except InvalidMemory:
+                    report.skipped += 1
+                    report.added -= 1
+            stored_ids = {m.id for m in kept}
+            batch.commitments[:] = [(c, m) for c, m in batch.commitments if m.id in stored_ids]
+            memories = kept
+        now = utcnow()
+        for m in memories:
+            await self.provider.record_event(MemoryEvent(m.id, "ADD", batch.reasons.get(m.id, "new"), now),
+                                             user_id=m.user_id)
+        for commitment, m in batch.commitments:
+            await self._track(commitment, m, report)
+        logger.info("stored %d new notes in one batch", len(memories))
+        batch.pending.clear()
+        batch.reasons.clear()
+        batch.commitments.clear()
 
     # ------------------------------------------------------------------ ingest
     async def ingest(self, turns: Iterable[Turn], *, user_id: str, session_id: str | None = None,
@@ -402,9 +481,11 @@ class Pipeline:
                        project=project if project is not None else t.project, metadata=t.metadata)
                   for t in turns]
         report = PipelineReport(turns=len(scoped))
-        archived = {m.id for m in await self.provider.list(
-            user_id=user_id, filters=SearchFilters(types=(MemoryType.TRANSCRIPT,), valid_only=False,
-                                                   include_archived=True), limit=1_000_000)}
+        everything = await self.provider.list(user_id=user_id, filters=SearchFilters(
+            valid_only=False, include_archived=True), limit=10_000_000)
+        archived = {m.id for m in everything if m.type is MemoryType.TRANSCRIPT}
+        batch = WriteBehind(known_ids={m.id for m in everything}, prefetched=True)
+        del everything
         recent: collections.deque[str] = collections.deque(maxlen=RECENT_TURNS)
         batch_size = self.settings.extraction.batch_size
         for start in range(0, len(scoped), chunk):
@@ -438,7 +519,8 @@ class Pipeline:
                 archived.update(m.id for m in new_transcripts)
                 report.archived += len(new_transcripts)
             for note, group_turns in extracted:
-                await self.store_note(note, group_turns, report)
+                await self.store_note(note, group_turns, report, batch=batch)
+            await self.flush_batch(batch, report)
             if progress:
                 progress(len(part))
         logger.info("ingested %d turns for %s: %s", len(scoped), user_id, report.to_dict())
