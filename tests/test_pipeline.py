@@ -229,3 +229,20 @@ def test_bad_jsonl_line_names_the_line(tmp_path: Path, line: str, message: str) 
     path.write_text('{"id": "1", "role": "user", "content": "fine"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(InvalidMemory, match=message):
         read_turns_jsonl(path, user_id="u")
+
+
+async def test_ingest_supersedes_and_dedupes_within_one_chunk(provider: NativeProvider, settings: Settings) -> None:
+    from dexai_memory.gate import Gate
+
+    pipeline = Pipeline(provider, settings, extractor=EchoExtractor(), gate=Gate(0.0))  # extract every turn
+    turns = [Turn(id=f"x{i}", user_id="u", content=c) for i, c in enumerate([
+        "Caroline lives in Boston", "Melanie paints sunsets over the lake", "Caroline lives in Boston",
+        "Caroline now lives in Denver"])]
+    report = await pipeline.ingest(turns, user_id="u", session_id="s")
+    assert (report.added, report.noop, report.superseded) == (2, 1, 1)
+    valid = {m.content: m for m in await provider.list(user_id="u") if m.type is not MemoryType.TRANSCRIPT}
+    assert set(valid) == {"Melanie paints sunsets over the lake", "Caroline now lives in Denver"}
+    history = await provider.history(valid["Caroline now lives in Denver"].id, user_id="u")
+    (old,) = [h.memory for h in history if h.memory.content == "Caroline lives in Boston"]
+    assert old.mention_count == 2 and old.source_ids == ("x0", "x2")
+    assert [e.action for e in await provider.events(old.id, user_id="u")] == ["ADD", "NOOP", "SUPERSEDED"]
