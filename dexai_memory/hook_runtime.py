@@ -530,6 +530,8 @@ def on_session_start(settings: Settings, payload: dict[str, Any]) -> dict[str, A
         clear_marker(settings, sid)
         return _context_output("SessionStart", text)
     text, ids = _l1(settings, payload, query=None, recent=[], snapshot=None)
+    if source == "resume" and set(ids) <= set(load_session(settings, sid).get("injected") or []):
+        return {}  # everything in it is still in the resumed conversation
     remember_injected(settings, sid, ids, reset=source != "resume")
     return _context_output("SessionStart", text)
 

@@ -28,12 +28,15 @@ Relevance is therefore computed from evidence, in [0, 1]:
   Measured on MiniLM: unrelated pairs score cosine -0.1..0.22, paraphrases
   0.45..0.9;
 * lexical: the share of the query's content words found in the memory
-  (light stemming; stop words and "user" ignored), or, for short memories,
-  the share of the memory's content words found in the query when at least
-  two match.
+  (light stemming; stop words and "user" ignored), raised to 0.6 when two
+  distinct content words match and 0.8 when three do (a long prompt must not
+  dilute a clear match), or, for short memories, the share of the memory's
+  content words found in the query when at least two match.
 
 ``relevance = max(semantic, lexical)``. The default threshold 0.6 thus means
-"cosine >= 0.34, or most of the query's content words present". Ranking then
+"cosine >= 0.34, or two distinct content words shared, or most of the query's
+content words present". The BM25-only fallback of command hooks (no daemon)
+has only the lexical evidence. Ranking then
 fuses relevance with the provider's rank score, importance and recency::
 
     score = 0.70 * relevance + 0.15 * rank_score + 0.10 * importance/10 + 0.05 * recency
@@ -190,20 +193,23 @@ def needs_recall(prompt: str, recent: Sequence[str], *, skip_on_continuation: bo
 
 
 def lexical_relevance(query_terms: Sequence[str], content: str) -> float:
-    """Share of the query's content words in ``content`` (or, for short memories,
-    of the memory's words in the query when at least two match)."""
+    """Lexical evidence in [0, 1]: the share of the query's content words found in
+    ``content``; at least 0.6 when two distinct content words match and 0.8 when
+    three do (long prompts dilute the share); or, for short memories, the share of
+    the memory's words found in the query when at least two match."""
     if not query_terms:
         return 0.0
     mem_terms = content_terms(content)
     if not mem_terms:
         return 0.0
     mem_set = set(mem_terms)
-    hits = sum(1 for t in query_terms if t in mem_set)
-    query_cover = hits / len(query_terms)
+    hits = sum(1 for t in set(query_terms) if t in mem_set)
+    query_cover = hits / len(set(query_terms))
+    floor = 0.8 if hits >= 3 else 0.6 if hits >= 2 else 0.0
     q_set = set(query_terms)
     mem_hits = sum(1 for t in mem_terms if t in q_set)
     mem_cover = mem_hits / len(mem_terms) if mem_hits >= 2 else 0.0
-    return max(query_cover, mem_cover)
+    return max(query_cover, floor, mem_cover)
 
 
 def semantic_relevance(similarity: float | None) -> float:

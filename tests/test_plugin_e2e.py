@@ -170,3 +170,12 @@ async def test_sdk_callbacks_manual_compaction(tmp_path: Path, api: FakeMessages
         snapshots = await provider.list(user_id="alice", filters=__import__(
             "dexai_memory.models", fromlist=["SearchFilters"]).SearchFilters(types=(MemoryType.SNAPSHOT,)))
         assert snapshots and "deploy password hint" in snapshots[0].content
+
+
+def test_dexai_demo_succeeds(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run([sys.executable, "-m", "dexai_memory.cli.main", "demo", "--json"], capture_output=True,
+                          text=True, env=env, timeout=600, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["ok"] and len(report["survived"]) == 3 and report["from_summary"] == []

@@ -1,0 +1,197 @@
+"""``dexai demo``: watch facts survive ``/compact`` in a real Claude Code session, offline.
+
+Everything happens in a throw-away directory: a fake Anthropic Messages API on
+127.0.0.1 plays the model, the Claude Code CLI bundled with claude-agent-sdk
+runs with the dexai-memory plugin loaded, and a fresh memory store holds the
+planted facts. Your own data directory and ``~/.claude`` are never touched.
+
+Steps: plant facts -> a first prompt (auto-recall injects them) -> ``/compact``
+whose summary keeps none of them -> the next prompt, whose request must carry
+the facts again (re-injected after compaction). Exit 0 when every fact made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+from dexai_memory.cli.common import Context, common_options, fail
+
+FACTS = (
+    ("The project codename is BLUE-HERON", "FACT"),
+    ("Deploys happen on Thursdays at 14:00 UTC", "FACT"),
+    ("Sam prefers pytest over unittest", "PREFERENCE"),
+)
+FIRST_PROMPT = "Before we start: what is the project codename, and when do deploys happen?"
+NEXT_PROMPT = "Thanks. Let's write the release checklist."
+SUMMARY = "The user and assistant chatted."  # what the fake model's compaction summary says: nothing useful
+REPO_PLUGIN = Path(__file__).resolve().parents[1]
+
+
+def _plugin_dir(tmp: Path) -> tuple[Path, str]:
+    """The repo's plugin when this is a checkout, else an equivalent one written to ``tmp``."""
+    if (REPO_PLUGIN / ".claude-plugin" / "plugin.json").is_file() and (REPO_PLUGIN / "hooks" / "hooks.json").is_file():
+        return REPO_PLUGIN, "the repository's plugin"
+    plugin = tmp / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / "hooks").mkdir()
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps(
+        {"name": "dexai-memory", "version": "0.1.0", "description": "dexai-memory (demo copy)"}))
+    events = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
+              "PreCompact": "pre-compact", "Stop": "stop"}
+    hooks = {ev: [{"hooks": [{"type": "command", "timeout": 60,
+                              "command": f'"{sys.executable}" -m dexai_memory.hook_runtime {cmd}'}]}]
+             for ev, cmd in events.items()}
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hooks}))
+    return plugin, "a generated copy of the plugin"
+
+
+def _memory_blocks(text: str) -> list[str]:
+    return re.findall(r"<dexai-memory>.*?</dexai-memory>", text, flags=re.S)
+
+
+async def _plant(home: Path) -> None:
+    from dexai_memory.config import load_settings
+    from dexai_memory.models import Memory, MemoryType
+    from dexai_memory.providers import make_provider
+
+    settings = load_settings(home=home)
+    async with make_provider(settings) as provider:
+        for content, kind in FACTS:
+            await provider.add(Memory(content=content, user_id="demo", type=MemoryType(kind), importance=8))
+
+
+class _Out:
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.n = 0
+
+    def step(self, text: str) -> None:
+        self.n += 1
+        if not self.quiet:
+            click.secho(f"\n{self.n}. {text}", bold=True)
+
+    def info(self, text: str) -> None:
+        if not self.quiet:
+            click.echo(f"   {text}")
+
+    def block(self, text: str) -> None:
+        if not self.quiet:
+            for line in text.splitlines():
+                click.secho(f"   │ {line}", fg="cyan")
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the temporary directory (transcripts, hook log) and print its path.")
+@click.option("--timeout", default=180.0, show_default=True, help="Seconds allowed per Claude Code run.")
+@common_options
+def demo(ctx: Context, keep: bool, timeout: float) -> None:
+    """Show facts surviving /compact in a real Claude Code session (offline, in a temp dir)."""
+    try:
+        from dexai_memory.fakeapi import FakeMessagesAPI, is_compaction_prompt, text_of
+        from dexai_memory.harness import (
+            ClaudeBinaryNotFound,
+            ClaudeRun,
+            claude_binary,
+            claude_version,
+        )
+    except ImportError as exc:  # pragma: no cover - packaging problem
+        fail(f"the demo needs dexai_memory.fakeapi and dexai_memory.harness: {exc}")
+    try:
+        binary = claude_binary()
+        version = claude_version()
+    except (ClaudeBinaryNotFound, OSError) as exc:
+        fail(f"no Claude Code CLI to drive: {exc}")
+    out = _Out(ctx.json)
+    tmp = Path(tempfile.mkdtemp(prefix="dexai-demo-"))
+    ok = False
+    report: dict[str, Any] = {"claude_version": version, "facts": [f for f, _ in FACTS]}
+    try:
+        home = tmp / "memory"
+        plugin, plugin_note = _plugin_dir(tmp)
+        out.step("Plant three facts in a fresh memory store")
+        asyncio.run(_plant(home))
+        for fact, kind in FACTS:
+            out.info(f"+ [{kind.lower()}] {fact}")
+        with FakeMessagesAPI(compaction_summary=SUMMARY) as api:
+            out.step("Start Claude Code against a local fake Messages API (no network, no API key)")
+            out.info(f"claude {version} ({binary.name} bundled with claude-agent-sdk), {plugin_note} loaded")
+            out.info(f"fake API on {api.base_url}; its compaction summary will be: {SUMMARY!r}")
+            env = {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "demo",
+                   "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+            run = ClaudeRun(home=tmp / "claude-home", base_url=api.base_url, cwd=tmp / "project",
+                            plugin_dirs=[plugin], env=env, timeout=timeout)
+
+            out.step(f'First prompt: "{FIRST_PROMPT}"')
+            first = run(FIRST_PROMPT)
+            if not first.ok:
+                raise click.ClickException(f"Claude Code failed on the first prompt: {first.stderr.strip()[-500:]}")
+            blocks = _memory_blocks(text_of(api.message_requests()[-1]))
+            out.info("the request Claude Code sent carried this memory (SessionStart + auto-recall hooks):")
+            for b in blocks:
+                out.block(b)
+
+            out.step("/compact: the conversation is summarised and the facts are dropped from it")
+            compacted = run.resume("/compact")
+            if not compacted.ok:
+                raise click.ClickException(f"/compact failed: {compacted.stderr.strip()[-500:]}")
+            requests = api.message_requests()
+            if not any(is_compaction_prompt(r.body) for r in requests):
+                raise click.ClickException("Claude Code did not send a compaction request")
+            out.info(f"summary: {SUMMARY!r}")
+            out.info("PreCompact hook: transcript backed up, task snapshot taken, compaction marker written")
+
+            out.step(f'Next prompt: "{NEXT_PROMPT}"')
+            after = run.resume(NEXT_PROMPT)
+            if not after.ok:
+                raise click.ClickException(f"the prompt after /compact failed: {after.stderr.strip()[-500:]}")
+            requests = api.message_requests()
+            idx = max(i for i, r in enumerate(requests) if is_compaction_prompt(r.body))
+            first_after = text_of(requests[idx + 1]) if idx + 1 < len(requests) else ""
+            blocks = _memory_blocks(first_after)
+            outside = re.sub(r"<dexai-memory>.*?</dexai-memory>", "", first_after, flags=re.S)
+            out.info("the first request after compaction carried (SessionStart(compact) re-injection):")
+            for b in blocks:
+                out.block(b)
+            survived = [f for f, _ in FACTS if any(f in b for b in blocks)]
+            from_summary = [f for f, _ in FACTS if f in outside]
+            report.update(survived=survived, from_summary=from_summary, requests=len(requests))
+            ok = len(survived) == len(FACTS) and not from_summary
+
+        out.step("Result")
+        if ok:
+            out.info(click.style(f"✓ all {len(FACTS)} facts reached the model again after /compact, "
+                                 "from dexai-memory (the summary kept none of them)", fg="green"))
+        else:
+            missing = [f for f, _ in FACTS if f not in report.get("survived", [])]
+            out.info(click.style(f"✗ {len(missing)} fact(s) did not come back after /compact: {missing}", fg="red"))
+            log = home / "hooks.log"
+            if log.exists() and log.read_text().strip():
+                out.info(f"hook log ({log}):")
+                out.info(log.read_text()[-2000:])
+    except click.ClickException as exc:
+        report["error"] = exc.message
+        if not ctx.json:
+            click.secho(f"\n✗ {exc.message}", fg="red", err=True)
+            log = tmp / "memory" / "hooks.log"
+            if log.exists():
+                click.echo(log.read_text()[-2000:], err=True)
+    finally:
+        if keep:
+            report["dir"] = str(tmp)
+            if not ctx.json:
+                click.echo(f"\n   kept {tmp} (transcripts in memory/transcripts, hook log in memory/hooks.log)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    report["ok"] = ok
+    if ctx.json:
+        click.echo(json.dumps(report, ensure_ascii=False))
+    sys.exit(0 if ok else 1)
