@@ -142,8 +142,17 @@ def actions_for_daemon(daemon: Any) -> HookActions:
 
 
 def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
-    """Register the ``hook.*`` socket operations on ``daemon.ipc`` (see the module docstring)."""
-    act = actions or actions_for_daemon(daemon)
+    """Register the ``hook.*`` socket operations on ``daemon.ipc`` (see the module docstring).
+
+    Call it before the daemon starts serving; the provider is looked up per request,
+    so the daemon may still be without one at registration time.
+    """
+
+    class _Lazy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(actions or actions_for_daemon(daemon), name)
+
+    act: Any = _Lazy()
 
     def ids(block: L1Block | RecallResult) -> list[str]:
         if isinstance(block, RecallResult):

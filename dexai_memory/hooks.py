@@ -118,16 +118,11 @@ class MemoryHooks:
                       metadata: dict[str, Any] | None = None) -> None:
         """Gate ``text`` and hand it to the daemon's queue (or the queue file)."""
         if self.daemon is not None and hasattr(self.daemon, "submit_turn"):
-            from .gate import Gate
-            from .privacy import redact
-
-            verdict = Gate(self.settings.extraction.gate_threshold).score(text, context or [])
-            if not verdict.passed:
-                return
+            # The daemon redacts and gates the turn itself (and keeps the recent turns for novelty).
             turn = Turn(id=turn_id or rt._turn_id(payload.get("session_id"), kind, text), user_id=self.user_id,
-                        content=redact(text), role=role, session_id=payload.get("session_id"),
+                        content=text, role=role, session_id=payload.get("session_id"),
                         project=os.path.basename(rt.project_dir(payload).rstrip("/")) or None,
-                        metadata={"source": f"agent-sdk:{kind}", "gate_score": verdict.score, **(metadata or {})})
+                        metadata={"source": f"agent-sdk:{kind}", **(metadata or {})})
             result = self.daemon.submit_turn(turn)
             if asyncio.iscoroutine(result):
                 await result

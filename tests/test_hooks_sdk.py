@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -74,7 +76,7 @@ async def test_compaction_cycle(provider: NativeProvider, settings: Settings, tm
     snap = await provider.get("snapshot_s2", user_id="alice")
     assert "staging database password hint" in snap.content
     archived = await provider.list(user_id="alice", filters=SearchFilters(types=(MemoryType.TRANSCRIPT,)))
-    assert len(archived) == 1 and Path(archived[0].metadata["path"]).is_file()
+    assert len(archived) == 1 and await asyncio.to_thread(os.path.isfile, archived[0].metadata["path"])
     out = await call(hooks, "SessionStart", {**base, "source": "compact"})
     text = context(out)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -129,3 +131,37 @@ async def test_disabled_for_subagents_and_projects(provider: NativeProvider, tmp
                                                   "agent_id": "sub-1"}) == {}
     assert "KIWI-9" in context(await call(hooks, "UserPromptSubmit", {"session_id": "s8", "prompt": prompt,
                                                                       "cwd": str(tmp_path)}))
+
+
+async def test_with_a_running_daemon(tmp_path: Path) -> None:
+    """SDK callbacks on a real MemoryDaemon: recall from its provider, Stop -> queue, PreCompact
+    flushes the extraction so the turn's memory exists; command hooks reach it over the socket."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from dexai_memory.daemon import MemoryDaemon
+    from dexai_memory.hook_ops import register_ipc_ops
+
+    home = Path(tempfile.mkdtemp(prefix="dxd"))  # Unix socket paths must stay short
+    settings = load_settings(home=home)
+    daemon = MemoryDaemon(settings, serve_socket=True, schedule=False)
+    register_ipc_ops(daemon)
+    async with daemon:
+        await daemon.provider.add(Memory(content="The staging database password hint is KIWI-9", user_id="alice"))
+        hooks = memory_hooks(daemon, user_id="alice")
+        base = {"session_id": "d1", "cwd": str(tmp_path)}
+        out = await call(hooks, "UserPromptSubmit", {**base, "prompt": "staging database password hint?"})
+        assert "KIWI-9" in context(out)
+        await call(hooks, "UserPromptSubmit", {**base, "prompt": "I prefer to deploy on Fridays with Sarah",
+                                               "prompt_id": "p1"})
+        assert await call(hooks, "Stop", {**base, "last_assistant_message": "Noted: Fridays with Sarah."}) == {}
+        assert await call(hooks, "PreCompact", {**base, "trigger": "manual"}) == {}
+        contents = [m.content for m in await daemon.provider.list(user_id="alice")]
+        assert any("Fridays" in c and "Sarah" in c for c in contents)
+        env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"}
+        proc = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "dexai_memory.hook_runtime", "user-prompt-submit"],
+            input=json.dumps({"session_id": "d2", "prompt": "staging database password hint?"}), text=True,
+            capture_output=True, env=env, timeout=60, check=False)
+        assert "KIWI-9" in proc.stdout and daemon.ipc.requests >= 1
