@@ -52,12 +52,17 @@ ANCHORS = [
 ]
 #: The figures issue 5 part 3 asks for: label -> regex over "benchmark.summary_key" (first match wins).
 WANTED: list[tuple[str, str]] = [
-    ("command-hook wall time, user-prompt-submit p95 (ms)", r"^hooks?\..*user.?prompt.?submit.*p95"),
-    ("command-hook wall time, other events p95 (ms)", r"^hooks?\..*(session.?start|pre.?compact|stop).*p95"),
-    ("gate latency p50 (ms)", r"^gate\..*gate_p50_ms"),
-    ("gate latency p99 (ms)", r"^gate\..*gate_p9[59]_ms"),
-    ("enqueue latency p95 (ms)", r"enqueue.*p9[59]"),
-    ("ingest throughput (turns/s)", r"ingest.*(per_s|turns_per_s|throughput)"),
+    ("hook wall time, user-prompt-submit, plugin launcher, no daemon, p95 (ms)",
+     r"^hooks?\.plugin_user_prompt_submit_p95"),
+    ("hook wall time, user-prompt-submit, plugin launcher + daemon, p95 (ms)",
+     r"^hooks?\.plugin_daemon_user_prompt_submit_p95"),
+    ("hook wall time, other events p95 (ms)", r"^hooks?\..*(session.?start|pre.?compact|stop|post.?tool).*p95"),
+    ("gate latency p50 (ms)", r"^gate\.gate_p50_ms"),
+    ("gate latency p99 (ms)", r"^gate\.gate_p99_ms"),
+    ("enqueue latency in the daemon p99 (ms)", r"^ingest\.enqueue_p99"),
+    ("enqueue latency from a hook process p99 (ms)", r"^ingest\.hook_enqueue_p99"),
+    ("ingest throughput, MiniLM vectors (turns/s)", r"^ingest\.ingest_turns_per_s$"),
+    ("ingest throughput, no vectors (turns/s)", r"^ingest\.ingest_turns_per_s_no_vectors"),
     ("daemon resident memory (MB)", r"(daemon.*rss|rss.*mb)"),
 ]
 
