@@ -12,6 +12,7 @@ loading and FTS5) and are driven through ``aiosqlite``'s worker thread.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import logging
@@ -511,19 +512,28 @@ class NativeProvider(MemoryProvider):
         cands: dict[int, _Candidate] = {}
         use_bm25 = cfg.fusion in ("rrf", "bm25") or not self._vec_ready
         use_vec = cfg.fusion in ("rrf", "vector") and self._vec_ready and self.embedder is not None
-        if use_bm25:
-            q = fts_query(query)
-            if q:
-                async with self.db.execute(
-                    f"SELECT m.rowid FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-                    f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?",
-                    [q, *params, n],
-                ) as cur:
-                    for rank, (rowid,) in enumerate(await cur.fetchall(), 1):
-                        cands[rowid] = _Candidate(rowid, bm25_rank=rank)
+        vec_task: asyncio.Future[np.ndarray] | None = None
         if use_vec:
             assert self.embedder is not None
-            vec = await self.embedder.aembed(query)
+            # embed the query while the FTS query runs (onnxruntime and SQLite both release the GIL)
+            vec_task = asyncio.ensure_future(self.embedder.aembed(query))
+        try:
+            if use_bm25:
+                q = fts_query(query)
+                if q:
+                    async with self.db.execute(
+                        f"SELECT m.rowid FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+                        f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?",
+                        [q, *params, n],
+                    ) as cur:
+                        for rank, (rowid,) in enumerate(await cur.fetchall(), 1):
+                            cands[rowid] = _Candidate(rowid, bm25_rank=rank)
+        except BaseException:
+            if vec_task is not None:
+                vec_task.cancel()
+            raise
+        if vec_task is not None:
+            vec = await vec_task
             k = min(4096, n * 4)
             async with self.db.execute(
                 f"WITH knn AS (SELECT rowid, distance FROM memories_vec WHERE embedding MATCH ? AND k = ? "
