@@ -26,8 +26,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import ConfigError
 
 #: Environment variable that overrides the data directory.
@@ -412,6 +410,8 @@ def default_config_text() -> str:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
+    import yaml  # imported here: command hooks that skip YAML files never pay for it
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -435,6 +435,8 @@ def load_settings(path: str | Path | None = None, *, home: str | Path | None = N
     """
     home_path = Path(home).expanduser() if home else home_dir()
     settings = Settings(home=home_path)
+    import yaml
+
     settings = _build(Settings, yaml.safe_load(default_config_text()) or {}, "", "<packaged memory.yaml>", settings)
     user_file = home_path / "memory.yaml"
     if user_file.is_file():
