@@ -245,6 +245,8 @@ class RoundResult:
     request_index: int
     summary_only: bool
     """The request's conversation starts with the continuation summary (the compaction happened)."""
+    blocks: list[str] = field(default_factory=list)
+    """The ``<dexai-memory>`` blocks of that request."""
 
     def share(self, facts: Sequence[PlantedFact]) -> float | None:
         if not facts:
@@ -451,7 +453,7 @@ def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float 
                 present, in_block, outside = presence(text, facts)
                 arm.rounds.append(RoundResult(
                     round=rnd, trigger=trigger, present=present, in_block=in_block, outside=outside,
-                    block_tokens=[count_tokens(b) for b in memory_blocks(text)],
+                    block_tokens=[count_tokens(b) for b in memory_blocks(text)], blocks=memory_blocks(text),
                     wall_s=time.monotonic() - t_round, request_index=idx[-1] + 1,
                     summary_only="This session is being continued from a previous conversation" in text))
                 say(f"  {'with' if with_memory else 'without'} memory, round {rnd} ({trigger}): "
@@ -472,7 +474,13 @@ def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float 
 async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMessagesAPI,
                    session_id: str | None) -> dict[str, Any]:
     """Where each planted fact stands in the store and, for every miss, which stage lost it."""
-    from dexai_memory.block import budgets_of, compose_block, gather_block_inputs
+    from dexai_memory.block import (
+        BlockInputs,
+        budgets_of,
+        compose_block,
+        gather_block_inputs,
+        profile_of,
+    )
     from dexai_memory.config import load_settings
     from dexai_memory.gate import Gate
     from dexai_memory.models import SearchFilters
@@ -511,6 +519,13 @@ async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMess
                                            session_id=session_id)
         block = compose_block(inputs, budgets=budgets_of(settings.l1_block),
                               max_tokens=sum(budgets_of(settings.l1_block)) + FENCE_TOKENS)
+    # What-if: every durable memory in pinned/importance order, one section, within the 800-token target.
+    durable = [m for m in profile_of(stored) if m.type.value not in ("SNAPSHOT", "TRANSCRIPT")]
+    fill = compose_block(BlockInputs(relevant=durable), budgets=(0, BLOCK_TARGET - FENCE_TOKENS, 0, 0),
+                         max_tokens=BLOCK_TARGET)
+    out["whatif_importance_fill"] = {
+        "max_tokens": BLOCK_TARGET, "tokens": fill.tokens, "memories": len(fill.items),
+        "facts_present": sum(bool(f.pattern().search(fill.text)) for f in facts)}
     sections = {"profile": [m.id for m in inputs.profile], "commitments": [m.id for m in inputs.commitments]}
     kept = {i.memory.id: i.section for i in block.items}
     gate = Gate(settings.extraction.gate_threshold)
@@ -622,9 +637,17 @@ def render(scenario: Scenario, arms: dict[str, ArmResult]) -> str:
     lines = [table]
     misses = w.diagnostics.get("misses") or []
     if misses:
-        lines += ["", "Facts missing with dexai-memory (round: fact [kind/channel] -> stage):"]
+        lines += ["", "Facts missing with dexai-memory (fact [kind/channel] rounds -> the stage that lost it):"]
+        grouped: dict[tuple[str, str, str, str], list[int]] = {}
         for m in misses:
-            lines.append(f"  r{m['round']}: {m['token']} [{m['kind']}/{m['channel']}] -> {m['stage']}")
+            grouped.setdefault((m["token"], m["kind"], m["channel"], m["stage"]), []).append(m["round"])
+        for (token, kind, channel, stage), rounds in grouped.items():
+            lines.append(f"  {token} [{kind}/{channel}] r{','.join(map(str, rounds))} -> {stage}")
+    whatif = w.diagnostics.get("whatif_importance_fill")
+    if whatif:
+        lines += ["", f"What-if (computed from the final store, not through the CLI): a post-compaction block "
+                      f"filled by pinned/importance order up to {whatif['max_tokens']} tokens would carry "
+                      f"{whatif['facts_present']}/{len(facts)} facts in {whatif['tokens']} tokens."]
     leaked = sorted({f.token for r in w.rounds for f in facts if r.outside[f.key]})
     if leaked:
         lines += ["", f"present outside memory blocks (messages kept verbatim): {', '.join(leaked)}"]
@@ -644,6 +667,7 @@ def arm_dict(arm: ArmResult, facts: Sequence[PlantedFact]) -> dict[str, Any]:
             "high_importance_pct": _pct(r.share([f for f in facts if f.high])),
             "block_tokens": r.block_tokens, "wall_s": round(r.wall_s, 2),
             "continued_from_summary": r.summary_only,
+            "blocks": r.blocks,
             "present": sorted(k for k, v in r.present.items() if v),
             "missing": sorted(k for k, v in r.present.items() if not v),
             "in_block": sorted(k for k, v in r.in_block.items() if v),
