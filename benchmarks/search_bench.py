@@ -178,14 +178,14 @@ async def profile_hybrid(provider: NativeProvider, queries: Sequence[str]) -> di
                 [blob, k, USER],
             ) as cur:
                 await cur.fetchall()
-        rowids = [r[0] for r in rows[:LIMIT]]
+        rowids = [r[0] for r in list(rows)[:LIMIT]]
         with sw.lap("fetch"):
             if rowids:
                 async with db.execute(
                     f"SELECT m.* FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))})", rowids
                 ) as cur:
                     await cur.fetchall()
-    stats = sw.stats()
+    stats: dict[str, Any] = dict(sw.stats())
     stats["fts_matching_docs"] = {
         "mean": round(float(np.mean(fts_hits)), 1) if fts_hits else 0,
         "max": max(fts_hits) if fts_hits else 0,
