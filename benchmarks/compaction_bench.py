@@ -69,7 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -388,6 +388,11 @@ def plant_remembered(facts: Sequence[PlantedFact], home: Path) -> dict[str, Any]
 # --------------------------------------------------------------------------- one arm
 
 
+def _answering(prompt: str) -> Callable[[dict[str, Any]], bool]:
+    """Predicate: an ordinary (non-compaction) request whose last user turn is ``prompt``."""
+    return lambda body: not is_compaction_prompt(body) and prompt in last_user_text(body)
+
+
 def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float = 180.0) -> ArmResult:
     """Run the scripted session once (with or without dexai-memory) and measure every round."""
     arm = ArmResult(with_memory=with_memory)
@@ -429,9 +434,7 @@ def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float 
                 for j in range(scenario.fillers):
                     prompt = next(fillers)
                     if trigger == "auto" and j == scenario.fillers - 1:
-                        api.enqueue(Reply(text="Done.", input_tokens=AUTOCOMPACT_USAGE),
-                                    when=lambda body, p=prompt: not is_compaction_prompt(body)
-                                    and p in last_user_text(body))
+                        api.enqueue(Reply(text="Done.", input_tokens=AUTOCOMPACT_USAGE), when=_answering(prompt))
                     turn(prompt)
                 if rnd == 1:
                     requests = api.message_requests()
@@ -483,7 +486,8 @@ async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMess
     )
     from dexai_memory.config import load_settings
     from dexai_memory.gate import Gate
-    from dexai_memory.models import SearchFilters
+    from dexai_memory.models import SearchFilters, Turn
+    from dexai_memory.offline_extraction import OfflineExtractor
     from dexai_memory.providers import make_provider
     from dexai_memory.queue import ExtractionQueue
     from dexai_memory.recall import FENCE_TOKENS
@@ -530,6 +534,9 @@ async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMess
     kept = {i.memory.id: i.section for i in block.items}
     gate = Gate(settings.extraction.gate_threshold)
     prompts = scenario.planting_prompts()
+    extractor = OfflineExtractor()
+    notes = {p: await extractor.extract([Turn(id=f"plant-{i}", user_id=USER, content=p, role="user")])
+             for i, p in enumerate(prompts)}
     for f in facts:
         mems = [m for m in stored if f.pattern().search(m.content)]
         prompt = next(p for p in prompts if f.said in p)
@@ -540,7 +547,10 @@ async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMess
             "eligible": sorted({s for m in mems for s, ids in sections.items() if m.id in ids}),
             "in_l1_block_now": sorted({kept[m.id] for m in mems if m.id in kept}),
             "planting_prompt_gate": round(gate.score(prompt, []).score, 3),
+            "planting_prompt_gate_passed": gate.score(prompt, []).passed,
             "lost": lost.get(f.key, []),
+            "extracted_from_prompt": [f"{n.type.value} {n.importance}: {n.content}" for n in notes[prompt]
+                                      if f.pattern().search(n.content)],
         }
         out["facts"][f.key] = info
     with ExtractionQueue.from_settings(settings) as queue:
@@ -572,9 +582,12 @@ def miss_stage(info: dict[str, Any]) -> str:
                     + (f" - {lost['reason']}" if lost["reason"] else ""))
         return f"store: {lost['id']} is no longer valid (archived={lost['archived']})"
     if not mems:
-        return ("capture: no memory holds the token (the gate passed the planting prompt, so the "
-                "extractor or supersession dropped it)" if info["planting_prompt_gate"] >= 0.3 else
-                "capture: the gate rejected the planting prompt")
+        if not info["planting_prompt_gate_passed"]:
+            return "capture: the gate rejected the planting prompt"
+        if not info["extracted_from_prompt"]:
+            return ("extraction: the offline extractor makes no note holding the token from the planting "
+                    "prompt (the gate passed it; no superseded or archived memory holds it either)")
+        return "store: the extractor keeps it, but no memory holding the token was ever stored"
     if not info["eligible"]:
         types = sorted({m["type"] for m in mems})
         return (f"selection: stored as {'/'.join(types)} (importance {max(m['importance'] for m in mems)}, "
