@@ -134,3 +134,27 @@ def test_fts_query_drops_stopwords_and_quotes_terms() -> None:
     assert fts_query("What did she do about the \"pottery\" class?") == '"pottery" OR "class"'
     assert fts_query("and the of") is None
     assert fts_query("AND OR NOT NEAR(xy)") == '"near" OR "xy"'
+
+
+async def test_vector_index_matches_vec0_and_follows_writes(tmp_path: Path, embedder: Embedder) -> None:
+    db = tmp_path / "m.db"
+    texts = ["Ana plays the cello", "Ben repairs bicycles", "Caro bakes sourdough bread", "Dan climbs mountains"]
+    async with NativeProvider(db, embedder=embedder, search=SearchConfig(fusion="vector")) as fast, \
+            NativeProvider(db, embedder=embedder, search=SearchConfig(fusion="vector"), vector_index=False) as slow:
+        mems = [await fast.add(Memory(t, user_id="u")) for t in texts]
+        for query in ["music instrument", "bread", "outdoor sport"]:
+            a = [r.memory.id for r in await fast.search(query, user_id="u", limit=4)]
+            b = [r.memory.id for r in await slow.search(query, user_id="u", limit=4)]
+            assert a == b
+        # a write through another connection is seen (data_version changes)
+        other = await slow.add(Memory("Eve plays the violin in an orchestra", user_id="u"))
+        hits = [r.memory.id for r in await fast.search("violin orchestra", user_id="u", limit=1)]
+        assert hits == [other.id]
+        # own writes: update re-embeds, hard delete removes
+        await fast.update(mems[1].id, user_id="u", content="Ben now plays the drums")
+        assert (await fast.search("percussion drums", user_id="u", limit=1))[0].memory.id == mems[1].id
+        await fast.delete(mems[0].id, user_id="u", hard=True)
+        assert mems[0].id not in [r.memory.id for r in await fast.search("cello", user_id="u", limit=5)]
+        # filters are applied to index hits
+        res = await fast.search("music", user_id="u", filters=SearchFilters.make(types=["EVENT"]))
+        assert res == []

@@ -40,6 +40,7 @@ from ..models import (
     SearchResult,
     utcnow,
 )
+from ..vector_index import VectorIndex
 from .base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
 
 logger = logging.getLogger(__name__)
@@ -160,8 +161,11 @@ class NativeProvider(MemoryProvider):
     capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search", "exact_search"})
 
     def __init__(self, path: str | Path, *, embedder: Embedder | None = None,
-                 search: SearchConfig | None = None, busy_timeout_ms: int = 5000):
+                 search: SearchConfig | None = None, busy_timeout_ms: int = 5000, vector_index: bool = True):
         super().__init__()
+        #: Serve vector KNN from an in-memory mirror of vec0 (see :mod:`dexai_memory.vector_index`).
+        self.use_vector_index = vector_index
+        self._index: VectorIndex | None = None
         self.path = Path(path)
         self.embedder = embedder
         self.search_config = search or SearchConfig()
@@ -279,6 +283,7 @@ class NativeProvider(MemoryProvider):
 
     async def _ensure_vec(self) -> None:
         self._vec_ready = False
+        self._index = None
         if self.embedder is None:
             return
         model = await self._meta("embedding_model")
@@ -293,7 +298,9 @@ class NativeProvider(MemoryProvider):
             self._vec_ready = True
         elif model == self.embedder.model_id and int(dim or 0) == self.embedder.dim:
             self._vec_ready = True
-        else:
+        if self._vec_ready and self.use_vector_index and self.embedder is not None:
+            self._index = VectorIndex(self.embedder.dim)
+        if not self._vec_ready:
             logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
                            "'dexai memory reembed'", self.path, model, self.embedder.model_id)
 
@@ -302,6 +309,8 @@ class NativeProvider(MemoryProvider):
         if self.embedder is None:
             raise StorageError("embedding.backend is 'none': there is nothing to embed with")
         await self.db.execute("DROP TABLE IF EXISTS memories_vec")
+        if self._index is not None:
+            self._index.clear()
         await self.db.execute("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
         await self._ensure_vec()
         async with self.db.execute("SELECT rowid, user_id, content FROM memories WHERE deleted = 0") as cur:
@@ -347,6 +356,10 @@ class NativeProvider(MemoryProvider):
                      for rid, m, vec in zip(rowids, memories, vectors, strict=True)],
                 )
             await db.execute("COMMIT")
+            if vectors is not None and self._index is not None:
+                for user_id in {m.user_id for m in memories}:
+                    picks = [i for i, m in enumerate(memories) if m.user_id == user_id]
+                    self._index.add(user_id, [rowids[i] for i in picks], vectors[picks])
         except BaseException as exc:
             await db.execute("ROLLBACK")
             import sqlean
@@ -397,6 +410,11 @@ class NativeProvider(MemoryProvider):
                 if vec is not None:
                     await self.db.execute("INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
                                           (rowid, user_id, vec[0].astype(np.float32).tobytes()))
+                if self._index is not None and rowid is not None:
+                    if vec is not None:
+                        self._index.add(user_id, [rowid], vec[:1])
+                    else:
+                        self._index.remove(user_id, rowid)
             await self.db.execute("COMMIT")
         except BaseException:
             await self.db.execute("ROLLBACK")
@@ -426,6 +444,8 @@ class NativeProvider(MemoryProvider):
             await self.db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?",
                                   (memory_id, user_id))
             await self.db.execute("COMMIT")
+            if self._index is not None:
+                self._index.remove(user_id, rowid)
         except BaseException:
             await self.db.execute("ROLLBACK")
             raise
@@ -532,7 +552,12 @@ class NativeProvider(MemoryProvider):
             if vec_task is not None:
                 vec_task.cancel()
             raise
-        if vec_task is not None:
+        if vec_task is not None and self._index is not None:
+            vec = await vec_task
+            for rank, (rowid, similarity) in enumerate(await self._index_knn(vec, user_id, where, params, n), 1):
+                prev = cands.get(rowid, _Candidate(rowid))
+                cands[rowid] = _Candidate(rowid, prev.bm25_rank, rank, similarity)
+        elif vec_task is not None:
             vec = await vec_task
             k = min(4096, n * 4)
             async with self.db.execute(
@@ -566,6 +591,39 @@ class NativeProvider(MemoryProvider):
             by_rowid = {r[0]: _row_to_memory(r[1:]) for r in await cur.fetchall()}
         return [SearchResult(by_rowid[c.rowid], round(s, 6), c.bm25_rank, c.vector_rank, c.similarity)
                 for s, c in top if c.rowid in by_rowid]
+
+    async def _index_knn(self, vec: np.ndarray, user_id: str, where: str, params: Sequence[Any],
+                         n: int) -> builtins.list[tuple[int, float]]:
+        """Top ``n`` (rowid, cosine) of ``user_id`` passing ``where``, from the in-memory index."""
+        index = self._index
+        assert index is not None
+        async with self.db.execute("PRAGMA data_version") as cur:
+            version = (await cur.fetchone())[0]  # type: ignore[index]
+        if version != index.data_version:  # another connection wrote: reload lazily
+            index.clear()
+            index.data_version = version
+        if not index.loaded(user_id):
+            async with self.db.execute("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?",
+                                       (user_id,)) as cur:
+                index.load(user_id, [(r[0], r[1]) for r in await cur.fetchall()])
+        hits: builtins.list[tuple[int, float]] = []
+        k = n * 4
+        while True:
+            found = await asyncio.to_thread(index.knn, user_id, vec, k) if len(index) > 20_000 else \
+                index.knn(user_id, vec, k)
+            if not found:
+                return []
+            ids = [r for r, _ in found]
+            async with self.db.execute(
+                f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({','.join('?' * len(ids))}) AND {where}",
+                [*ids, *params],
+            ) as cur:
+                keep = {r[0] for r in await cur.fetchall()}
+            hits = [(r, s) for r, s in found if r in keep]
+            # filters removed too many: look further down the ranking (bounded)
+            if len(hits) >= n or len(found) < k or k >= 16_384:
+                return hits[:n]
+            k *= 4
 
     # ------------------------------------------------------------------ health
     async def health_check(self) -> HealthStatus:
