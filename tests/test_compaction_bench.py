@@ -27,8 +27,15 @@ def test_compaction_bench_quick(tmp_path: Path) -> None:
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = tmp_path / "compaction.quick.json"
-    assert str(path) in proc.stdout
-    assert "Compaction survival" in proc.stdout
+    try:
+        check_result(path, proc.stdout)
+    except AssertionError as exc:  # show the run's own report with the failed check
+        raise AssertionError(f"{exc}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-2000:]}") from exc
+
+
+def check_result(path: Path, stdout: str) -> None:
+    assert str(path) in stdout
+    assert "Compaction survival" in stdout
     data = json.loads(path.read_text(encoding="utf-8"))
     assert ENVELOPE <= set(data)
     assert data["benchmark"] == "compaction" and data["quick"] is True and data["schema"] == 1
