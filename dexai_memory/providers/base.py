@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +37,8 @@ from ..models import (
     as_utc,
     utcnow,
 )
+
+logger = logging.getLogger(__name__)
 
 #: Fields callers may change through :meth:`MemoryProvider.update`.
 UPDATABLE_FIELDS = frozenset({
@@ -216,13 +219,15 @@ class MemoryProvider(abc.ABC):
 
         Uses the offline classifier of :mod:`dexai_memory.supersession` when no
         classifier was set (the daemon sets the Haiku one when a key exists).
+        A SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
+        (:func:`dexai_memory.supersession.protect_pinned`).
         """
+        from ..supersession import OfflineClassifier, protect_pinned
+
         classifier = self.classifier
         if classifier is None:
-            from ..supersession import OfflineClassifier
-
             classifier = self.classifier = OfflineClassifier()
-        return await classifier.classify(new_fact, existing)
+        return protect_pinned(await classifier.classify(new_fact, existing), existing)
 
     async def apply_decision(self, decision: UpdateDecision, note: Memory) -> Memory | None:
         """Carry out one classification for ``note``; returns the memory written, or None.
@@ -239,6 +244,13 @@ class MemoryProvider(abc.ABC):
             await self.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
             return stored
         old = await self.get(decision.memory_id, user_id=uid)
+        if old.pinned and decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE):
+            reason = (f"memory {old.id} is pinned and changes only by explicit user action; stored as new instead "
+                      f"of {decision.action.value} ({decision.reason})")
+            logger.info("not overwriting pinned memory %s: %s", old.id, reason)
+            stored = await self.add(note)
+            await self.record_event(MemoryEvent(stored.id, "ADD", reason, now), user_id=uid)
+            return stored
         sources = tuple(dict.fromkeys(old.source_ids + note.source_ids))
         if decision.action is UpdateAction.NOOP:
             updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
