@@ -51,7 +51,19 @@ RESULTS_DIR = BENCH_DIR / "results"
 #: Cached databases and other large derived files (gitignored).
 CACHE_DIR = BENCH_DIR / ".cache"
 #: The LoCoMo development split shared by the project.
-LOCOMO_PATH = Path(os.environ.get("DEXAI_LOCOMO_PATH", "/work/shared/bench/locomo/locomo10-dev.json"))
+def _locomo_path() -> Path:
+    """$DEXAI_LOCOMO_PATH, else ``shared/bench/locomo`` beside the checkout (as CI lays it out)."""
+    if os.environ.get("DEXAI_LOCOMO_PATH"):
+        return Path(os.environ["DEXAI_LOCOMO_PATH"])
+    relative = Path("shared") / "bench" / "locomo" / "locomo10-dev.json"
+    here = Path(__file__).resolve().parent.parent
+    for base in (here.parent, here, Path("/work")):
+        if (base / relative).is_file():
+            return base / relative
+    return here.parent / relative
+
+
+LOCOMO_PATH = _locomo_path()
 
 
 # --------------------------------------------------------------------------- timing
