@@ -365,6 +365,9 @@ class ExtractedNote:
     event_date: str | None = None
     entities: tuple[str, ...] = ()
     commitment: Commitment | None = None
+    #: What kind of statement it is beyond its type ("warning", "instruction", "decision");
+    #: stored as ``metadata["category"]`` like the ``remember`` tool's categories.
+    category: str | None = None
 
     def to_memory(self, *, user_id: str, session_id: str | None = None, project: str | None = None,
                   created_at: datetime | None = None) -> Memory:
@@ -374,6 +377,8 @@ class ExtractedNote:
             metadata["event_date"] = self.event_date
         if self.entities:
             metadata["entities"] = list(self.entities)
+        if self.category:
+            metadata["category"] = self.category
         if self.commitment:
             metadata["commitment"] = {
                 "what": self.commitment.what, "who": self.commitment.who,

@@ -15,6 +15,24 @@ importance (1-10) with the heuristic gate, and attach a commitment (what,
 who, due date) to promises and reminders. A short answer to the previous
 speaker's question is kept together with that question. An image caption in
 ``turn.metadata["caption"]`` becomes "<speaker> shared a photo of ...".
+
+The user of an assistant session (a turn with role ``user`` and no speaker
+name, as the Claude Code hooks send it) gets three more rules:
+
+* warnings and standing instructions phrased as commands become notes:
+  "Never run the Grimsby migration on a Friday." -> "The user warned: never
+  run the Grimsby migration on a Friday." (INSIGHT, importance >= 7,
+  ``category`` "warning"; "Always ..." / "Make sure ..." -> "The user
+  instructed: ...", ``category`` "instruction"). Encouragement ("don't
+  worry", "never give up") is not a warning;
+* decisions ("We decided / chose / settled on / agreed ...") are FACTs with
+  ``category`` "decision" and importance >= 6, not EVENTs: they hold until
+  changed;
+* requests to the assistant ("Fix the typo in the README.") and framing
+  ("Some context before we start.") are no durable fact and give no note.
+
+Named speakers (LoCoMo-style conversations) keep the general rules: advice
+between people is not stored, and "we decided ..." stays a dated event.
 """
 
 from __future__ import annotations
@@ -34,6 +52,10 @@ __all__ = ["OfflineExtractor"]
 
 #: Turns handled inline; larger batches go to a worker thread.
 _INLINE_TURNS = 32
+#: Least importance of a warning or standing instruction of the session's user.
+WARNING_IMPORTANCE = 7
+#: Least importance of a decision of the session's user.
+DECISION_IMPORTANCE = 6
 
 _ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|Mt|No)\.$", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\s*\n+\s*")
@@ -245,6 +267,43 @@ _IMPERATIVE = re.compile(
 )
 
 
+#: A warning's marker; ``body`` (after "Be careful:" and the like) is what the user warned about.
+_WARNING = re.compile(
+    r"^(?:please\s+)?(?:(?:be careful|careful|watch out|heads[- ]up|warning|caution|beware|important|fyi)\s*[:,!-]\s*"
+    r"(?P<body>.+)|(?P<whole>(?:never|don'?t|do not|avoid|beware of|be careful (?:with|when|not|about)|"
+    r"watch out (?:for|when))\b.+))$",
+    re.I,
+)
+_INSTRUCTION = re.compile(r"^(?:please\s+)?(?P<whole>(?:always|make sure (?:to|that|you)|be sure to)\b.+)$", re.I)
+#: Encouragement and reassurance: commands that warn about nothing.
+_NOT_A_WARNING = re.compile(
+    r"^(?:please\s+)?(?:never|don'?t|do not|always)\s+(?:ever\s+)?(?:worry|give up|mind|hesitate|stress|panic|"
+    r"forget|apologi[sz]e|be (?:shy|sorry|sad|afraid|scared|silly|hard on|a stranger)|stop (?:believing|dreaming|"
+    r"trying|smiling)|change|lose hope|doubt yourself|believe)\b",
+    re.I,
+)
+#: Requests to the assistant: work for now, not a durable fact.
+_REQUEST = re.compile(
+    r"^(?:please\s+|now\s+|also\s+|then\s+)*(?:add|fix|write|explain|refactor|rename|sort|replace|summari[sz]e|"
+    r"make|split|convert|tidy|update|remove|delete|create|implement|run|show|list|check|find|change|move|clean|"
+    r"format|generate|build|test|debug|review|describe|help|give|tell|open|read|edit|improve|optimi[sz]e|rewrite|"
+    r"document|print|install|set|bump|merge|revert|commit|push|translate|compare|draft|outline|search|look|"
+    r"try|continue|go|start|stop|undo|redo|paste|copy|extract|port|migrate|wrap|rerun|re-run)\b",
+    re.I,
+)
+_DECISION = re.compile(
+    r"^(?:so\s+|ok\s+|okay\s+)?(?:I|we)(?:'ve|\s+have|\s+(?:all|finally|just|now|already))*\s+(?:decided|chose|"
+    r"chosen|settled on|agreed|opted|went with|picked|are going with|will go with|'re going with)\b",
+    re.I,
+)
+_FRAMING = re.compile(
+    r"^(?:(?:here(?:'s| is| are)|just)\s+)?(?:some|a (?:bit|little) of|a little|quick|more|a few)?\s*"
+    r"(?:context|background|notes?|details?|info(?:rmation)?)\b[\w\s,'-]*$",
+    re.I,
+)
+_BEFORE_WE_START = re.compile(r",?\s*before (?:we|I) (?:start|begin|get started|dive in|go on|continue)\b", re.I)
+
+
 def _split_sentences(text: str) -> list[str]:
     parts = _SENTENCE_SPLIT.split(_EMOJI.sub(". ", text))
     out: list[str] = []
@@ -370,6 +429,8 @@ class OfflineExtractor(Extractor):
                                                            "crew") else f"{name} and {_possessive(name)} {word}"
         elif other:
             we = f"{name} and {other}"
+        elif turn.speaker is None and turn.role == "user":
+            we = f"{name} and the team"  # the user of an assistant session speaks for their project
         else:
             we = f"{_possessive(name)} group"
         rewrite = _Rewriter(name, other, we)
@@ -386,7 +447,7 @@ class OfflineExtractor(Extractor):
                 notes[-1] = ExtractedNote(merged, prev.type, max(prev.importance, note.importance), prev.confidence,
                                           prev.source_ids, prev.event_date or note.event_date,
                                           tuple(dict.fromkeys(prev.entities + note.entities)),
-                                          prev.commitment or note.commitment)
+                                          prev.commitment or note.commitment, prev.category or note.category)
                 continue
             notes.append(note)
         answer = self._answer_note(turn, text, name, other, rewrite, history)
@@ -427,6 +488,14 @@ class OfflineExtractor(Extractor):
         sentence = _clean_sentence(raw)
         if not sentence or is_filler(sentence) or _PURE_PROMPTS.match(sentence):
             return None
+        own_user = turn.speaker is None and turn.role == "user"
+        if own_user and not sentence.endswith("?"):
+            sentence = _BEFORE_WE_START.sub("", sentence).strip()
+            if not sentence or _FRAMING.match(sentence.rstrip(".!")):
+                return None
+            command = self._command_note(sentence, turn, name, other, rewrite)
+            if command is not None:
+                return command
         if sentence.endswith("?") or _WH_START.match(sentence) and not _FIRST_PERSON.match(sentence):
             statement = _statement_of_question(sentence)
             if statement is None:
@@ -452,9 +521,12 @@ class OfflineExtractor(Extractor):
         first_person = bool(_FIRST_PERSON.search(sentence))
         if not first_person and _IMPERATIVE.match(sentence):
             return None  # advice or encouragement, not a fact about anyone
+        if own_user and not first_person and _REQUEST.match(sentence):
+            return None  # a request to the assistant: work for now, not a durable fact
         future = is_future(sentence)
-        dated, dates = rewrite_dates(sentence, anchor, future=future)
-        note_type = self._classify(sentence, dates, future)
+        decision = own_user and bool(_DECISION.match(sentence))
+        dated, dates = rewrite_dates(sentence, anchor, future=future and not decision)
+        note_type = MemoryType.FACT if decision else self._classify(sentence, dates, future)
         content = rewrite(dated)
         reported = not first_person
         if reported:
@@ -471,12 +543,37 @@ class OfflineExtractor(Extractor):
         entities = tuple(dict.fromkeys([name] + regex_entities(dated)))
         score = self.gate.score(sentence).score
         importance = self._importance(note_type, score, dates, entities, sentence, reported)
+        if decision:
+            importance = max(DECISION_IMPORTANCE, importance)
         commitment = self._commitment(note_type, content, name, other, dates, sentence) \
             if note_type is MemoryType.COMMITMENT else None
         event_date = dates[0].iso if dates else None
         return ExtractedNote(content=content, type=note_type, importance=importance,
                              confidence=0.5 if reported else 0.7, source_ids=(turn.id,), event_date=event_date,
-                             entities=entities, commitment=commitment)
+                             entities=entities, commitment=commitment, category="decision" if decision else None)
+
+    def _command_note(self, sentence: str, turn: Turn, name: str, other: str | None,
+                      rewrite: _Rewriter) -> ExtractedNote | None:
+        """A warning or standing instruction of the session's user, or None (see the module docstring)."""
+        if _NOT_A_WARNING.match(sentence):
+            return None
+        category, verb = "warning", "warned"
+        m = _WARNING.match(sentence)
+        if m is None:
+            m = _INSTRUCTION.match(sentence)
+            category, verb = "instruction", "instructed"
+        if m is None:
+            return None
+        body = (m.groupdict().get("body") or m.group("whole")).strip()
+        if len(_content_words(body)) < self.min_content_words:
+            return None
+        text = rewrite(body)  # no date rewriting: "on a Friday" in a warning is a habit, not a date
+        content = _finish(f"{name} {verb}: {_lower_first(text, (name, other or ''), turn.content)}")
+        entities = tuple(dict.fromkeys([name] + regex_entities(body)))
+        importance = max(WARNING_IMPORTANCE, self._importance(MemoryType.INSIGHT, self.gate.score(body).score, (),
+                                                              entities, body, False))
+        return ExtractedNote(content=content, type=MemoryType.INSIGHT, importance=importance, confidence=0.8,
+                             source_ids=(turn.id,), entities=entities, category=category)
 
     @staticmethod
     def _classify(sentence: str, dates: Sequence[ResolvedDate], future: bool) -> MemoryType:

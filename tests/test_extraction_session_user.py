@@ -1,0 +1,119 @@
+"""The offline extractor on an assistant session's user: warnings, instructions, decisions, requests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from dexai_memory.models import MemoryType, Turn
+from dexai_memory.offline_extraction import (
+    DECISION_IMPORTANCE,
+    WARNING_IMPORTANCE,
+    OfflineExtractor,
+)
+
+TS = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+def user(text: str) -> Turn:
+    """A prompt as the Claude Code hooks enqueue it: role user, no speaker name."""
+    return Turn(id="t1", user_id="u", content=text, role="user", timestamp=TS)
+
+
+def notes_of(text: str) -> list[tuple[str, str, int, str | None]]:
+    notes = OfflineExtractor().extract_sync([user(text)])
+    return [(n.type.value, n.content, n.importance, n.category) for n in notes]
+
+
+@pytest.mark.parametrize(
+    ("said", "content", "category"),
+    [
+        ("Never run the Grimsby migration on a Friday, it locks the orders table.",
+         "The user warned: never run the Grimsby migration on a Friday, it locks the orders table.", "warning"),
+        ("Never deploy the Cobbleton service unless its feature flag is off.",
+         "The user warned: never deploy the Cobbleton service unless its feature flag is off.", "warning"),
+        ("Don't touch the Ashcombe cron job, it feeds the finance reports.",
+         "The user warned: don't touch the Ashcombe cron job, it feeds the finance reports.", "warning"),
+        ("Be careful: the Brackwater staging cluster shares its database with production.",
+         "The user warned: the Brackwater staging cluster shares its database with production.", "warning"),
+        ("Watch out: the Pellucid API allows only 30 requests per minute.",
+         "The user warned: the Pellucid API allows only 30 requests per minute.", "warning"),
+        ("Please do not push to my release branch without a review.",
+         "The user warned: do not push to The user's release branch without a review.", "warning"),
+        ("Always run the linters before pushing to main.",
+         "The user instructed: always run the linters before pushing to main.", "instruction"),
+    ],
+)
+def test_commands_become_warnings(said: str, content: str, category: str) -> None:
+    [(kind, text, importance, cat)] = notes_of(said)
+    assert (kind, text, cat) == ("INSIGHT", content, category)
+    assert importance >= WARNING_IMPORTANCE
+
+
+@pytest.mark.parametrize("said", ["Don't worry, it's fine.", "Never give up on the project!", "Be careful.",
+                                  "Don't you think the build is slow?"])
+def test_encouragement_and_questions_are_not_warnings(said: str) -> None:
+    assert notes_of(said) == []
+
+
+def test_a_warning_keeps_its_reason_from_the_next_sentence() -> None:
+    [(kind, text, _, cat)] = notes_of("Never run the Grimsby migration on a Friday. It locks the orders table.")
+    assert kind == "INSIGHT" and cat == "warning"
+    assert text == "The user warned: never run the Grimsby migration on a Friday; it locks the orders table."
+
+
+@pytest.mark.parametrize(
+    ("said", "content"),
+    [
+        ("We decided to keep user sessions in the Tarnwick cache instead of Redis.",
+         "The user and the team decided to keep user sessions in the Tarnwick cache instead of Redis."),
+        ("We settled on four replicas for the Dunmore worker pool.",
+         "The user and the team settled on four replicas for the Dunmore worker pool."),
+        ("We agreed to drop support for the Merriwether legacy client in version 3.",
+         "The user and the team agreed to drop support for the Merriwether legacy client in version 3."),
+        ("I decided to use Ruff instead of Flake8.", "The user decided to use Ruff instead of Flake8."),
+    ],
+)
+def test_decisions_are_durable_facts(said: str, content: str) -> None:
+    [(kind, text, importance, cat)] = notes_of(said)
+    assert (kind, text, cat) == ("FACT", content, "decision")
+    assert importance >= DECISION_IMPORTANCE
+
+
+@pytest.mark.parametrize("said", [
+    "Fix the typo in the README installation section.",
+    "Rename the helper functions in utils.py to clearer names.",
+    "Please add type hints to the config loader.",
+    "Explain the difference between a list and a tuple in Python.",
+    "Some context for this project before we start.",
+    "Here is some background.",
+])
+def test_requests_and_framing_give_no_note(said: str) -> None:
+    assert notes_of(said) == []
+
+
+def test_before_we_start_is_not_rewritten_into_the_note() -> None:
+    notes = notes_of("Some context for this project before we start. I prefer tabs over spaces in Makefiles.")
+    assert [(k, t) for k, t, _, _ in notes] == [("PREFERENCE", "The user prefers tabs over spaces in Makefiles.")]
+    assert all("start" not in t for _, t, _, _ in notes)
+
+
+def test_warning_category_is_stored_in_metadata() -> None:
+    [note] = OfflineExtractor().extract_sync([user("Never deploy the Cobbleton service on Fridays.")])
+    memory = note.to_memory(user_id="u")
+    assert memory.type is MemoryType.INSIGHT and memory.metadata["category"] == "warning"
+
+
+def test_named_speakers_keep_the_general_rules() -> None:
+    """LoCoMo-style turns: advice between people is not stored; a decision stays a dated event."""
+    ex = OfflineExtractor()
+    advice = Turn(id="d1", user_id="u", content="Never give up on your dreams, Caroline!", speaker="Melanie",
+                  timestamp=TS)
+    command = Turn(id="d2", user_id="u", content="Never run the old dishwasher at night.", speaker="Melanie",
+                   timestamp=TS)
+    decision = Turn(id="d3", user_id="u", content="Yesterday we decided to adopt a puppy.", speaker="Melanie",
+                    timestamp=TS)
+    assert ex.extract_sync([advice]) == [] and ex.extract_sync([command]) == []
+    [note] = ex.extract_sync([decision])
+    assert note.type is MemoryType.EVENT and note.category is None
