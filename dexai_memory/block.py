@@ -136,11 +136,15 @@ class BlockInputs:
     scores: dict[str, float] = field(default_factory=dict)
 
 
+_YEAR = re.compile(r"\b(?:1[89]|2[01])\d\d\b")
+
+
 def memory_line(m: Memory) -> str:
-    """A relevant memory as a list line: content, plus its event date when known."""
+    """A relevant memory as a list line: content, plus its event date when known and the
+    text does not already give one (a resolved "on 7 May 2023" needs no "(2023-05-07)")."""
     text = neutralise(m.content)
     when = m.metadata.get("event_date") if m.metadata else None
-    return f"- {text} ({when})" if when and str(when) not in text else f"- {text}"
+    return f"- {text} ({when})" if when and str(when) not in text and not _YEAR.search(text) else f"- {text}"
 
 
 def _due(m: Memory) -> datetime | None:

@@ -32,6 +32,8 @@ from .errors import ConfigError
 HOME_ENV = "DEXAI_MEMORY_HOME"
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
+#: Bulk ingest extracts every turn: no live latency to protect, and a skipped turn is a lost fact.
+DEFAULT_INGEST_GATE_THRESHOLD = 0.0
 DEFAULT_COMPACTION_INSTRUCTIONS = (
     "Preserve: current task state, user preferences, active commitments, "
     "key technical decisions, file paths being edited. "
@@ -99,10 +101,12 @@ class SearchConfig:
 
     #: rrf (reciprocal rank fusion), bm25 (keyword only) or vector (semantic only).
     fusion: str = field(default="rrf", metadata=_check(choices=("rrf", "bm25", "vector")))
-    #: The k of RRF: score = sum(weight / (k + rank)).
-    rrf_k: int = field(default=60, metadata=_check(1, 1000))
+    #: The k of RRF: score = sum(weight / (k + rank)). 20 rather than the usual 60: top ranks
+    #: that both retrievers agree on count more (LoCoMo dev 0-3 evidence recall 78.2 -> 80.4 %).
+    rrf_k: int = field(default=20, metadata=_check(1, 1000))
     bm25_weight: float = field(default=1.0, metadata=_check(0.0, 10.0))
-    vector_weight: float = field(default=1.0, metadata=_check(0.0, 10.0))
+    #: MiniLM finds paraphrases BM25 misses; weighted 1.5 (LoCoMo dev 0-3: 80.4 -> 81.7 %).
+    vector_weight: float = field(default=1.5, metadata=_check(0.0, 10.0))
     #: Candidates taken from each retriever before fusion.
     candidates: int = field(default=50, metadata=_check(1, 2000))
 
@@ -113,6 +117,9 @@ class ExtractionConfig:
 
     #: Gate score at or above which a turn is extracted (0-1).
     gate_threshold: float = field(default=DEFAULT_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
+    #: The same for bulk ingest (``dexai memory ingest``, a whole conversation at once): 0 extracts
+    #: every turn (the extractor still drops filler and scores importance with the gate).
+    ingest_gate_threshold: float = field(default=DEFAULT_INGEST_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
     #: Model used for extraction when an API key is set.
     extraction_model: str = DEFAULT_MODEL
     #: auto (Haiku with a key, offline without), haiku or offline.

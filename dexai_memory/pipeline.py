@@ -488,6 +488,7 @@ class Pipeline:
         del everything
         recent: collections.deque[str] = collections.deque(maxlen=RECENT_TURNS)
         batch_size = self.settings.extraction.batch_size
+        threshold = self.settings.extraction.ingest_gate_threshold
         for start in range(0, len(scoped), chunk):
             part = scoped[start:start + chunk]
             admitted: list[tuple[Turn, tuple[str, ...]]] = []
@@ -498,7 +499,7 @@ class Pipeline:
                     continue
                 clean_turns.append(clean)
                 recent.append(clean.content)
-                if verdict.passed:
+                if verdict.score >= threshold:
                     admitted.append((clean, tuple(recent)[:-1]))
             report.gated += len(admitted)
             # extraction, in queue-sized batches

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -189,7 +190,9 @@ async def test_ingest_archives_every_turn_and_extracts_gated(provider: NativePro
     assert turns[2].metadata == {"caption": "a photo of a sunset", "img_url": ["x"]}
     assert turns[2].timestamp == datetime(2023, 5, 8, 13, 58, tzinfo=UTC)
     extractor = EchoExtractor()
-    pipeline = Pipeline(provider, settings, extractor=extractor)
+    gated = dataclasses.replace(settings, extraction=dataclasses.replace(settings.extraction,
+                                                                         ingest_gate_threshold=0.3))
+    pipeline = Pipeline(provider, gated, extractor=extractor)
     seen: list[int] = []
     report = await pipeline.ingest(turns, user_id="caro", session_id="s1", progress=seen.append)
     assert (report.turns, report.archived) == (4, 4)
@@ -246,3 +249,17 @@ async def test_ingest_supersedes_and_dedupes_within_one_chunk(provider: NativePr
     (old,) = [h.memory for h in history if h.memory.content == "Caroline lives in Boston"]
     assert old.mention_count == 2 and old.source_ids == ("x0", "x2")
     assert [e.action for e in await provider.events(old.id, user_id="u")] == ["ADD", "NOOP", "SUPERSEDED"]
+
+
+async def test_ingest_extracts_every_turn_by_default(provider: NativeProvider, settings: Settings,
+                                                     tmp_path: Path) -> None:
+    """Bulk ingest has no live latency to protect: ``ingest_gate_threshold`` 0 sends every turn
+    to the extractor (which still drops filler itself)."""
+    assert settings.extraction.ingest_gate_threshold == 0.0
+    path = tmp_path / "conv.jsonl"
+    path.write_text("\n".join(CONVERSATION) + "\n", encoding="utf-8")
+    turns = read_turns_jsonl(path, user_id="caro", session_id="s1")
+    extractor = EchoExtractor()
+    report = await Pipeline(provider, settings, extractor=extractor).ingest(turns, user_id="caro", session_id="s1")
+    assert report.gated == 4 and report.archived == 4
+    assert sorted(i for ids, _ in extractor.calls for i in ids) == ["D1:1", "D1:2", "D1:3", "D1:4"]
