@@ -109,6 +109,9 @@ class SearchConfig:
     vector_weight: float = field(default=1.5, metadata=_check(0.0, 10.0))
     #: Candidates taken from each retriever before fusion.
     candidates: int = field(default=50, metadata=_check(1, 2000))
+    #: Embed the raw turns archived in L3 (TRANSCRIPT memories). Off: they are found by BM25 only,
+    #: and ingest embeds about a third as many texts (faster on one core).
+    embed_transcripts: bool = True
 
 
 @dataclass(frozen=True)

@@ -514,7 +514,8 @@ class Pipeline:
             new_transcripts = [m for m in (transcript_memory(t) for t in clean_turns) if m.id not in archived]
             embedder = getattr(self.provider, "embedder", None)
             if embedder is not None:
-                await embedder.aembed_batch([m.content for m in new_transcripts] + [n.content for n, _ in extracted])
+                texts = [m.content for m in new_transcripts] if self.settings.search.embed_transcripts else []
+                await embedder.aembed_batch(texts + [n.content for n, _ in extracted])
             if new_transcripts:
                 await self.provider.add_many(new_transcripts)
                 archived.update(m.id for m in new_transcripts)

@@ -3,14 +3,17 @@ block lines without redundant dates."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import dataclasses
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dexai_memory.block import memory_line
-from dexai_memory.config import Settings, load_settings
-from dexai_memory.models import Memory, MemoryType, SearchResult, Tier
+from dexai_memory.config import SearchConfig, Settings, load_settings
+from dexai_memory.embeddings import Embedder
+from dexai_memory.models import Memory, MemoryType, SearchFilters, SearchResult, Tier
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall import rank, recall_block, select
 
@@ -72,3 +75,35 @@ def test_memory_line_does_not_repeat_a_resolved_date() -> None:
     undated = note("Caroline went to a support group.", "D1:1").replace(metadata={"event_date": "2023-05-07"})
     assert memory_line(dated) == "- Caroline went to a support group on 7 May 2023."
     assert memory_line(undated) == "- Caroline went to a support group. (2023-05-07)"
+
+
+class _Words(Embedder):
+    """A tiny deterministic embedder (bag of hashed words), counting the texts it embeds."""
+
+    dim = 16
+    model_id = "test-words"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, sum(map(ord, w)) % self.dim] += 1.0
+            out[i] /= max(1e-6, float(np.linalg.norm(out[i])))
+        return out
+
+
+async def test_transcripts_not_embedded_stay_searchable_by_bm25(tmp_path: Path) -> None:
+    embedder = _Words()
+    search = dataclasses.replace(SearchConfig(), embed_transcripts=False)
+    async with NativeProvider(tmp_path / "m.db", embedder=embedder, search=search) as p:
+        await p.add_many([note("Caroline adopted a dog named Rex.", "D1:1"),
+                          transcript("Melanie: we went camping at the lake", "D1:2")])
+        assert embedder.texts == ["Caroline adopted a dog named Rex."]
+        raw = await p.search("camping lake", user_id="u", filters=SearchFilters(types=(MemoryType.TRANSCRIPT,)))
+        assert [r.memory.source_ids for r in raw] == [("D1:2",)] and raw[0].similarity is None
+        notes = await p.search("dog Rex", user_id="u")
+        assert notes[0].memory.source_ids == ("D1:1",) and notes[0].similarity is not None

@@ -349,17 +349,20 @@ class NativeProvider(MemoryProvider):
                     ) as cur:
                         rowid_of.update({r[0]: r[1] for r in await cur.fetchall()})
                 rowids = [rowid_of[i] for i in ids]
+            # vectors[j] belongs to memories[embedded[j]] (see _embeds)
+            embedded = [i for i, m in enumerate(memories) if self._embeds(m)]
             if vectors is not None:
                 await db.executemany(
                     "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
-                    [(rid, m.user_id, vec.astype(np.float32).tobytes())
-                     for rid, m, vec in zip(rowids, memories, vectors, strict=True)],
+                    [(rowids[i], memories[i].user_id, vec.astype(np.float32).tobytes())
+                     for i, vec in zip(embedded, vectors, strict=True)],
                 )
             await db.execute("COMMIT")
             if vectors is not None and self._index is not None:
                 for user_id in {m.user_id for m in memories}:
-                    picks = [i for i, m in enumerate(memories) if m.user_id == user_id]
-                    self._index.add(user_id, [rowids[i] for i in picks], vectors[picks])
+                    picks = [j for j, i in enumerate(embedded) if memories[i].user_id == user_id]
+                    if picks:
+                        self._index.add(user_id, [rowids[embedded[j]] for j in picks], vectors[picks])
         except BaseException as exc:
             await db.execute("ROLLBACK")
             import sqlean
@@ -373,8 +376,16 @@ class NativeProvider(MemoryProvider):
             return None
         return await self.embedder.aembed_batch(list(texts))
 
+    def _embeds(self, memory: Memory) -> bool:
+        """Whether ``memory`` gets a vector (``search.embed_transcripts`` off: L3 transcripts are BM25-only)."""
+        return self.search_config.embed_transcripts or memory.type is not MemoryType.TRANSCRIPT
+
+    async def _embed_memories(self, memories: Sequence[Memory]) -> np.ndarray | None:
+        """Vectors of the memories that get one (see :meth:`_embeds`), in order."""
+        return await self._embed([m.content for m in memories if self._embeds(m)])
+
     async def add(self, memory: Memory) -> Memory:
-        await self._insert([memory], await self._embed([memory.content]))
+        await self._insert([memory], await self._embed_memories([memory]))
         return memory
 
     async def add_many(self, memories: Iterable[Memory], *, progress: ProgressCallback | None = None,
@@ -383,7 +394,7 @@ class NativeProvider(MemoryProvider):
         items = builtins.list(memories)
         for start in range(0, len(items), batch):
             chunk = items[start:start + batch]
-            await self._insert(chunk, await self._embed([m.content for m in chunk]))
+            await self._insert(chunk, await self._embed_memories(chunk))
             if progress:
                 progress(len(chunk))
         return items
