@@ -172,10 +172,11 @@ def _provider_of(memory: MemoryProvider | Any) -> MemoryProvider:
 async def build_memory_block(memory: MemoryProvider | Any, *, user_id: str, query: str | None,
                              settings: Settings, project: str | None = None, session_id: str | None = None,
                              visible: Sequence[str] = ()) -> str:
-    """The L1 block (:func:`dexai_memory.recall.l1_block`) for ``query``, leaving out
-    what is already ``visible`` (the compaction summary)."""
+    """The post-compaction block (:func:`dexai_memory.recall.l1_block` with
+    ``after_compaction``: filled to the budget by priority) for ``query``, leaving
+    out relevant memories already ``visible`` (the compaction summary)."""
     block = await l1_block(_provider_of(memory), user_id, settings, query=query, recent=visible,
-                           project=project, session_id=session_id)
+                           project=project, session_id=session_id, after_compaction=True)
     return block.text
 
 

@@ -8,7 +8,7 @@ so both paths inject the same blocks. Transport-free: no claude_agent_sdk here.
 Socket operations (request ``{"op": ..., ...}`` -> reply dict):
 
 ``hook.recall``      ``user_id, prompt, recent, project, exclude_ids`` -> ``text, tokens, memory_ids, skipped_reason``
-``hook.l1_block``    ``user_id, query, recent, project, session_id, snapshot`` -> ``text, tokens, memory_ids``
+``hook.l1_block``    ``user_id, query, recent, project, session_id, snapshot, after_compaction`` -> ``text, tokens, memory_ids``
 ``hook.pre_compact`` ``user_id, session_id, snapshot, trigger, transcript_backup, project`` -> ``flushed, snapshot_id``
 ``hook.turn_end``    ``user_id, session_id`` -> ``{}`` (wakes the queue worker)
 ``hook.session_end`` ``user_id, session_id`` -> ``flushed, new_notes, consolidation_scheduled``
@@ -66,12 +66,13 @@ class HookActions:
 
     async def l1(self, *, user_id: str, query: str | None = None, recent: Sequence[str] = (),
                  project: str | None = None, session_id: str | None = None,
-                 snapshot: str | None = None) -> L1Block:
-        """The full L1 block; ``snapshot`` (text) is stored first so it shows as session state."""
+                 snapshot: str | None = None, after_compaction: bool = False) -> L1Block:
+        """The full L1 block; ``snapshot`` (text) is stored first so it shows as session state.
+        ``after_compaction`` fills it to the budget by priority (:mod:`dexai_memory.reinjection`)."""
         if snapshot:
             await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot, project=None)
         return await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,
-                              session_id=session_id)
+                              session_id=session_id, after_compaction=after_compaction)
 
     async def store_snapshot(self, *, user_id: str, session_id: str | None, text: str,
                              project: str | None = None) -> Memory:
@@ -168,7 +169,8 @@ def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
 
     async def op_l1(req: dict[str, Any]) -> dict[str, Any]:
         b = await act.l1(user_id=str(req["user_id"]), query=req.get("query"), recent=list(req.get("recent") or []),
-                         project=req.get("project"), session_id=req.get("session_id"), snapshot=req.get("snapshot"))
+                         project=req.get("project"), session_id=req.get("session_id"), snapshot=req.get("snapshot"),
+                         after_compaction=bool(req.get("after_compaction")))
         return {"text": b.text, "tokens": b.tokens, "memory_ids": ids(b)}
 
     async def op_pre_compact(req: dict[str, Any]) -> dict[str, Any]:

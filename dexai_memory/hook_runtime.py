@@ -276,6 +276,12 @@ def snapshot_text(messages: Sequence[tuple[str, str]]) -> str | None:
     return " | ".join(parts)
 
 
+def recent_prompts(messages: Sequence[tuple[str, str]], n: int = 3) -> list[str]:
+    """The last ``n`` user prompts of the transcript, oldest first (each cut to 1,000 characters)."""
+    prompts = [" ".join(t.split())[:1000] for r, t in messages if r == "user" and t.strip()]
+    return prompts[-n:]
+
+
 def snapshot_memory(text: str, user_id: str, session_id: str | None) -> Memory:
     return Memory(id=f"snapshot_{_safe(session_id)}", content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
                   session_id=session_id, importance=6)
@@ -418,10 +424,62 @@ def fallback_recall(settings: Settings, user_id: str, prompt: str, recent: Seque
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, why, block)
 
 
+def fallback_reinjection_block(settings: Settings, user_id: str, *, query: str | None, recent: Sequence[str] = (),
+                               project: str | None = None, snapshot: str | None = None,
+                               session_id: str | None = None) -> Any:
+    """The post-compaction block from the SQLite file: the same priority fill as the daemon's
+    (:func:`dexai_memory.reinjection.fill_block`), BM25 for the relevant section."""
+    from .block import commitments_due_soon
+    from .recall import DEFAULT_POOL, VisibleContext
+    from .reinjection import (
+        DURABLE_TYPES,
+        HIGH_IMPORTANCE,
+        MAX_COMMITMENTS,
+        MAX_IMPORTANT,
+        MAX_PINNED,
+        ReinjectionInputs,
+        by_importance,
+        fill_block,
+        is_open,
+        relevant_of,
+    )
+
+    reader = SqliteReader(settings.db_path)
+    try:
+        durable = ", ".join(f"'{t.value}'" for t in DURABLE_TYPES)
+        pinned = by_importance(reader.list(user_id, project, where="m.pinned = 1", limit=MAX_PINNED))
+        top_tier = by_importance(reader.list(user_id, project, where="m.tier = ?", params=[Tier.L1.value],
+                                             limit=MAX_PINNED))
+        important = [m for m in by_importance(reader.list(
+            user_id, project, where=f"m.type IN ({durable}) AND m.importance >= ?", params=[HIGH_IMPORTANCE],
+            limit=MAX_IMPORTANT)) if is_open(m)]
+        commitments = commitments_due_soon(reader.list(user_id, project, where="m.type = 'COMMITMENT'",
+                                                       limit=MAX_COMMITMENTS),
+                                           days=settings.l1_block.commitments_due_days)
+        session = reader.list(user_id, project, where="m.type = 'SNAPSHOT'", limit=1)
+        relevant: list[Memory] = []
+        scores: dict[str, float] = {}
+        if query:
+            relevant, scores = relevant_of(reader.search(query, user_id, project, DEFAULT_POOL), query,
+                                           threshold=settings.auto_recall.relevance_threshold,
+                                           visible=VisibleContext(recent) if recent else None)
+    finally:
+        reader.close()
+    if snapshot:
+        session = [snapshot_memory(snapshot, user_id, session_id)]
+    inputs = ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores)
+    return fill_block(inputs, max_tokens=settings.auto_recall.max_tokens,
+                      session_tokens=settings.l1_block.session_tokens)
+
+
 def fallback_l1_block(settings: Settings, user_id: str, *, query: str | None, recent: Sequence[str] = (),
                       project: str | None = None, snapshot: str | None = None,
-                      session_id: str | None = None) -> Any:
-    """The full L1 block from the SQLite file (BM25 for the relevant section)."""
+                      session_id: str | None = None, after_compaction: bool = False) -> Any:
+    """The full L1 block from the SQLite file (BM25 for the relevant section);
+    ``after_compaction``: :func:`fallback_reinjection_block`."""
+    if after_compaction:
+        return fallback_reinjection_block(settings, user_id, query=query, recent=recent, project=project,
+                                          snapshot=snapshot, session_id=session_id)
     from .block import BlockInputs, budgets_of, commitments_due_soon, compose_block, profile_of
     from .recall import FENCE_TOKENS, VisibleContext, rank
 
@@ -505,18 +563,31 @@ def _context_output(event: str, text: str) -> dict[str, Any]:
 
 
 def _l1(settings: Settings, payload: dict[str, Any], *, query: str | None, recent: Sequence[str],
-        snapshot: str | None) -> tuple[str, list[str]]:
-    """The L1 block text and its memory ids: from the daemon (hybrid) or the file (BM25)."""
+        snapshot: str | None, after_compaction: bool = False) -> tuple[str, list[str]]:
+    """The L1 block text and its memory ids: from the daemon (hybrid) or the file (BM25).
+    ``after_compaction``: the re-injection block, filled to the budget by priority."""
     user_id = user_id_for(payload)
     project = project_for(payload)
     reply = daemon_request(settings, {"op": "hook.l1_block", "user_id": user_id, "project": project,
                                       "query": query, "recent": list(recent), "snapshot": snapshot,
-                                      "session_id": payload.get("session_id")})
+                                      "session_id": payload.get("session_id"), "after_compaction": after_compaction})
     if reply is not None and isinstance(reply.get("text"), str):
         return reply["text"], [str(i) for i in reply.get("memory_ids") or []]
     block = fallback_l1_block(settings, user_id, query=query, recent=recent, project=project, snapshot=snapshot,
-                              session_id=payload.get("session_id"))
+                              session_id=payload.get("session_id"), after_compaction=after_compaction)
     return block.text, [m.id for m in block.memories]
+
+
+def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
+    """The relevant section's query after compaction: the last user prompts kept in the
+    compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
+    from .reinjection import recall_query
+
+    prompts = [str(p) for p in marker.get("recent_prompts") or []] \
+        or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
+    if prompt:
+        prompts.append(prompt)
+    return recall_query(prompts, marker.get("snapshot")) or None
 
 
 def on_session_start(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
@@ -524,8 +595,9 @@ def on_session_start(settings: Settings, payload: dict[str, Any]) -> dict[str, A
     source = payload.get("source") or "startup"
     if source == "compact":
         marker = read_marker(settings, sid) or {}
-        query = marker.get("last_prompt") or load_session(settings, sid).get("last_prompt")
-        text, ids = _l1(settings, payload, query=query, recent=[], snapshot=marker.get("snapshot"))
+        query = reinjection_query(marker, load_session(settings, sid))
+        text, ids = _l1(settings, payload, query=query, recent=[], snapshot=marker.get("snapshot"),
+                        after_compaction=True)
         remember_injected(settings, sid, ids, reset=True)
         clear_marker(settings, sid)
         return _context_output("SessionStart", text)
@@ -542,7 +614,8 @@ def on_user_prompt(settings: Settings, payload: dict[str, Any]) -> dict[str, Any
     recent = recent_texts(payload)
     marker = read_marker(settings, sid)
     if marker is not None:
-        text, ids = _l1(settings, payload, query=prompt, recent=recent, snapshot=marker.get("snapshot"))
+        text, ids = _l1(settings, payload, query=reinjection_query(marker, {}, prompt), recent=recent,
+                        snapshot=marker.get("snapshot"), after_compaction=True)
         remember_injected(settings, sid, ids, reset=True, prompt=prompt, prompt_id=payload.get("prompt_id"))
         clear_marker(settings, sid)
         return _context_output("UserPromptSubmit", text)
@@ -577,6 +650,7 @@ def on_pre_compact(settings: Settings, payload: dict[str, Any]) -> str:
         or load_session(settings, sid).get("last_prompt")
     write_marker(settings, sid, {"trigger": payload.get("trigger"), "at": utcnow().isoformat(),
                                  "snapshot": snapshot, "last_prompt": last_prompt,
+                                 "recent_prompts": recent_prompts(messages),
                                  "transcript_backup": str(backup) if backup else None})
     daemon_request(settings, {"op": "hook.pre_compact", "user_id": user_id_for(payload),
                               "session_id": sid, "snapshot": snapshot, "trigger": payload.get("trigger"),

@@ -158,8 +158,9 @@ class MemoryHooks:
         act = await self.actions()
         marker = await asyncio.to_thread(rt.read_marker, self.settings, sid)
         if marker is not None:
-            block = await act.l1(user_id=self.user_id, query=prompt, recent=recent, project=self.project,
-                                 session_id=sid, snapshot=marker.get("snapshot"))
+            block = await act.l1(user_id=self.user_id, query=rt.reinjection_query(marker, {}, prompt), recent=recent,
+                                 project=self.project, session_id=sid, snapshot=marker.get("snapshot"),
+                                 after_compaction=True)
             rt.remember_injected(self.settings, sid, [m.id for m in block.memories], reset=True, prompt=prompt,
                                  prompt_id=payload.get("prompt_id"))
             rt.clear_marker(self.settings, sid)
@@ -176,9 +177,9 @@ class MemoryHooks:
         act = await self.actions()
         if source == "compact":
             marker = rt.read_marker(self.settings, sid) or {}
-            query = marker.get("last_prompt") or rt.load_session(self.settings, sid).get("last_prompt")
+            query = rt.reinjection_query(marker, rt.load_session(self.settings, sid))
             block = await act.l1(user_id=self.user_id, query=query, project=self.project, session_id=sid,
-                                 snapshot=marker.get("snapshot"))
+                                 snapshot=marker.get("snapshot"), after_compaction=True)
             rt.remember_injected(self.settings, sid, [m.id for m in block.memories], reset=True)
             rt.clear_marker(self.settings, sid)
         else:
@@ -199,7 +200,7 @@ class MemoryHooks:
             logger.exception("transcript backup failed")
         # The marker first: whatever happens next, the block is re-injected after compaction.
         rt.write_marker(self.settings, sid, {"trigger": payload.get("trigger"), "snapshot": snapshot,
-                                             "last_prompt": last_prompt,
+                                             "last_prompt": last_prompt, "recent_prompts": rt.recent_prompts(messages),
                                              "transcript_backup": str(backup) if backup else None})
         act = await self.actions()
         await act.pre_compact(user_id=self.user_id, session_id=sid, snapshot=snapshot,

@@ -433,9 +433,21 @@ async def recall_block(provider: MemoryProvider, user_id: str, query: str, setti
 
 async def l1_block(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None = None,
                    recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
-                   max_tokens: int | None = None, now: datetime | None = None) -> L1Block:
-    """The full L1 block (profile, relevant, commitments, session state) for re-injection
-    after compaction. ``query`` (the last user prompt, if any) selects the relevant memories."""
+                   max_tokens: int | None = None, now: datetime | None = None,
+                   after_compaction: bool = False) -> L1Block:
+    """The full L1 block (profile, relevant, commitments, session state). ``query`` (the
+    last user prompt, if any) selects the relevant memories.
+
+    ``after_compaction`` gives the re-injection block instead: filled up to
+    ``auto_recall.max_tokens`` with pinned, high-importance, commitment and
+    relevant memories (:func:`dexai_memory.reinjection.reinjection_block`; there
+    ``query`` should hold the last few prompts and the snapshot).
+    """
+    if after_compaction:
+        from .reinjection import reinjection_block  # it imports this module
+
+        return await reinjection_block(provider, user_id, settings, query=query, recent=recent, project=project,
+                                       session_id=session_id, max_tokens=max_tokens, now=now)
     cfg = settings.l1_block
     relevant: list[Memory] = []
     scores: dict[str, float] = {}

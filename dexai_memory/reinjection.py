@@ -1,0 +1,242 @@
+"""The block re-injected after compaction, filled to its token budget by priority.
+
+Compaction throws the conversation away; what the model should keep knowing
+comes back in one ``<dexai-memory>`` block (SessionStart ``compact``, the
+marker re-injection on the next prompt, and the server-side compaction loop of
+:mod:`dexai_memory.compaction`). Unlike the per-prompt auto-recall (at most
+``auto_recall.max_memories`` memories for one prompt), this block is filled up
+to ``auto_recall.max_tokens`` (800) in this order:
+
+1. **pinned** memories (any type), then **L1-tier** memories;
+2. **high-importance** memories of every durable type (importance >=
+   :data:`HIGH_IMPORTANCE`: preferences, facts and decisions, warnings,
+   commitments and goals), most important first, newest first within equal
+   importance;
+3. the **session state** (the task snapshot), held to ``l1_block.session_tokens``;
+4. open **commitments** due soon (``l1_block.commitments_due_days``);
+5. memories **relevant to the recent conversation**: searched with the last
+   few user prompts and the task snapshot (not only the last prompt, which is
+   often a filler), above ``auto_recall.relevance_threshold``, best first.
+
+A memory is taken when its line still fits the budget (a long line is
+skipped and a shorter later one may still fit); near-duplicates of a memory
+already taken (a pinned statement and its extracted copy) are skipped. The
+layout is the usual one (:mod:`dexai_memory.block`): Profile (pinned,
+L1 and high-importance memories), Relevant, Coming up (commitments, framed
+forward), Session state, fenced, neutralised and under
+:data:`~dexai_memory.block.MAX_INJECTION_CHARS`.
+
+Stdlib-only (models, tokens, block, recall): the command hooks' no-daemon
+fallback (:mod:`dexai_memory.hook_runtime`) gathers the same inputs with
+``sqlite3`` and calls the same :func:`fill_block`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .block import (
+    FENCE_CLOSE,
+    FENCE_OPEN,
+    MAX_INJECTION_CHARS,
+    PREAMBLE,
+    SECTION_TITLES,
+    BlockItem,
+    L1Block,
+    commitment_line,
+    commitments_due_soon,
+    memory_line,
+    neutralise,
+)
+from .models import Memory, MemoryType, SearchFilters, SearchResult, Tier, utcnow
+from .recall import DEFAULT_POOL, VisibleContext, content_terms, rank
+from .tokens import count_tokens, truncate_to_tokens
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .providers.base import MemoryProvider
+
+#: Importance from which a durable memory is always re-injected after compaction.
+HIGH_IMPORTANCE = 7
+#: Memory types that can be re-injected (not snapshots or transcripts, not session notes).
+DURABLE_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
+                 MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.EVENT)
+#: Content-word overlap (Jaccard, at least :data:`DUPLICATE_MIN_SHARED` words shared) from which a
+#: memory counts as a duplicate of one already taken (the supersession UPDATE threshold).
+DUPLICATE_OVERLAP = 0.6
+DUPLICATE_MIN_SHARED = 3
+#: User prompts (newest last) that, with the snapshot, make the query of the relevant section.
+RECENT_PROMPTS = 3
+#: Upper bounds of the lists fetched per priority class.
+MAX_PINNED, MAX_IMPORTANT, MAX_COMMITMENTS = 50, 100, 50
+
+_SECTIONS = ("profile", "relevant", "commitments", "session")
+
+
+@dataclass(frozen=True, slots=True)
+class ReinjectionInputs:
+    """Candidates per priority class (each in its own order), before the budget is applied."""
+
+    pinned: Sequence[Memory] = ()
+    top_tier: Sequence[Memory] = ()
+    important: Sequence[Memory] = ()
+    session: Sequence[Memory] = ()
+    commitments: Sequence[Memory] = ()
+    relevant: Sequence[Memory] = ()
+    #: Relevance-fused scores of the relevant memories, by id.
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+def by_importance(memories: Sequence[Memory]) -> list[Memory]:
+    """Most important first, newest first within equal importance (ids unique)."""
+    unique = list({m.id: m for m in memories}.values())
+    unique.sort(key=lambda m: (-m.importance, -m.created_at.timestamp(), m.id))
+    return unique
+
+
+def is_open(memory: Memory) -> bool:
+    """False for a commitment marked done or cancelled (it is not re-injected)."""
+    info = memory.metadata.get("commitment") if memory.metadata else None
+    return not isinstance(info, dict) or str(info.get("status") or "open") in ("open", "pending")
+
+
+def recall_query(prompts: Sequence[str], snapshot: str | None = None, *, limit: int = RECENT_PROMPTS) -> str:
+    """The relevant section's query: the last ``limit`` user prompts and the snapshot, newest first."""
+    parts = [p.strip() for p in reversed([p for p in prompts if p and p.strip()][-limit:])]
+    if snapshot and snapshot.strip():
+        parts.append(snapshot.strip())
+    return "\n".join(dict.fromkeys(parts))
+
+
+def relevant_of(results: Sequence[SearchResult], query: str, *, threshold: float, visible: VisibleContext | None,
+                now: datetime | None = None) -> tuple[list[Memory], dict[str, float]]:
+    """Ranked search results above ``threshold`` and not ``visible``, best first, with their scores."""
+    out: list[Memory] = []
+    scores: dict[str, float] = {}
+    for r in rank(results, query, now=now):
+        if r.relevance >= threshold and (visible is None or not visible.holds(r.memory)):
+            out.append(r.memory)
+            scores[r.memory.id] = r.score
+    return out, scores
+
+
+def _duplicate(a: set[str], b: set[str]) -> bool:
+    shared = len(a & b)
+    return shared >= DUPLICATE_MIN_SHARED and shared / len(a | b) >= DUPLICATE_OVERLAP
+
+
+def _section_of(memory: Memory, cls: str) -> str:
+    if cls == "session":
+        return "session"
+    if cls == "relevant":
+        return "relevant"
+    if memory.type is MemoryType.COMMITMENT and not memory.pinned:
+        return "commitments"
+    return "profile"
+
+
+def _line(memory: Memory, section: str, now: datetime) -> str:
+    if section == "commitments":
+        return commitment_line(memory, now)
+    if section == "relevant":
+        return memory_line(memory)
+    return f"- {neutralise(memory.content)}"
+
+
+def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: int = 150,
+               max_chars: int = MAX_INJECTION_CHARS, now: datetime | None = None) -> L1Block:
+    """The block from ``inputs``, filled by priority up to ``max_tokens`` (fence included).
+
+    See the module docstring for the order. :attr:`L1Block.items` lists exactly
+    the memories in the text, in text order. Returns an empty block when nothing fits.
+    """
+    now = now or utcnow()
+    fixed = count_tokens("\n".join([FENCE_OPEN, PREAMBLE, FENCE_CLOSE]))
+    used_tokens, used_chars = fixed, len(FENCE_OPEN) + len(PREAMBLE) + len(FENCE_CLOSE) + 2
+    taken: dict[str, list[BlockItem]] = {s: [] for s in _SECTIONS}
+    seen_ids: set[str] = set()
+    seen_terms: list[set[str]] = []
+    classes: list[tuple[str, Sequence[Memory]]] = [
+        ("pinned", inputs.pinned), ("top_tier", inputs.top_tier), ("important", inputs.important),
+        ("session", inputs.session[:1]), ("commitments", inputs.commitments), ("relevant", inputs.relevant),
+    ]
+    for cls, memories in classes:
+        for memory in memories:
+            if memory.id in seen_ids or memory.type is MemoryType.TRANSCRIPT or (
+                    memory.type is MemoryType.SNAPSHOT and cls != "session"):
+                continue
+            terms = set(content_terms(memory.content))
+            if cls != "session" and any(_duplicate(terms, t) for t in seen_terms):
+                continue
+            section = _section_of(memory, cls)
+            line = _line(memory, section, now)
+            if cls == "session":
+                line = truncate_to_tokens(line, session_tokens)
+                if not line:
+                    continue
+            cost = count_tokens(line) + (0 if taken[section] else count_tokens(SECTION_TITLES[section]))
+            chars = len(line) + 1 + (0 if taken[section] else len(SECTION_TITLES[section]) + 1)
+            if used_tokens + cost > max_tokens or used_chars + chars > max_chars:
+                continue
+            used_tokens += cost
+            used_chars += chars
+            seen_ids.add(memory.id)
+            if cls != "session":
+                seen_terms.append(terms)
+            taken[section].append(BlockItem(memory, section, line, inputs.scores.get(memory.id)))
+    body: list[str] = []
+    items: list[BlockItem] = []
+    for section in _SECTIONS:
+        if taken[section]:
+            body.append(SECTION_TITLES[section])
+            body.extend(i.line for i in taken[section])
+            items.extend(taken[section])
+    if not items:
+        return L1Block("", 0, ())
+    text = "\n".join([FENCE_OPEN, PREAMBLE, *body, FENCE_CLOSE])
+    return L1Block(text, count_tokens(text), tuple(items))
+
+
+async def gather_inputs(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None,
+                        recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
+                        now: datetime | None = None) -> ReinjectionInputs:
+    """The candidates of every priority class from ``provider``; ``query`` (see
+    :func:`recall_query`) selects the relevant ones, ``recent`` is what the model
+    still sees (relevant memories it holds are left out)."""
+
+    async def listed(limit: int, **kw: Any) -> list[Memory]:
+        return await provider.list(user_id=user_id, filters=SearchFilters(project=project, **kw), limit=limit)
+
+    pinned = by_importance(await listed(MAX_PINNED, pinned=True))
+    top_tier = by_importance(await listed(MAX_PINNED, tiers=(Tier.L1,)))
+    important = [m for m in by_importance(await listed(MAX_IMPORTANT, types=DURABLE_TYPES,
+                                                       min_importance=HIGH_IMPORTANCE)) if is_open(m)]
+    commitments = commitments_due_soon(await listed(MAX_COMMITMENTS, types=(MemoryType.COMMITMENT,)),
+                                       days=settings.l1_block.commitments_due_days, now=now)
+    session: list[Memory] = []
+    if session_id:
+        session = await listed(1, types=(MemoryType.SNAPSHOT,), session_id=session_id)
+    if not session:
+        session = await listed(1, types=(MemoryType.SNAPSHOT,))
+    relevant: list[Memory] = []
+    scores: dict[str, float] = {}
+    if query:
+        results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project),
+                                        limit=DEFAULT_POOL)
+        relevant, scores = relevant_of(results, query, threshold=settings.auto_recall.relevance_threshold,
+                                       visible=VisibleContext(recent) if recent else None, now=now)
+    return ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores)
+
+
+async def reinjection_block(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None,
+                            recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
+                            max_tokens: int | None = None, now: datetime | None = None) -> L1Block:
+    """The post-compaction block for ``user_id`` (see the module docstring); ``max_tokens``
+    defaults to ``auto_recall.max_tokens``."""
+    inputs = await gather_inputs(provider, user_id, settings, query=query, recent=recent, project=project,
+                                 session_id=session_id, now=now)
+    return fill_block(inputs, max_tokens=max_tokens or settings.auto_recall.max_tokens,
+                      session_tokens=settings.l1_block.session_tokens, now=now)
