@@ -432,6 +432,7 @@ def fallback_reinjection_block(settings: Settings, user_id: str, *, query: str |
     from .block import commitments_due_soon
     from .recall import DEFAULT_POOL, VisibleContext
     from .reinjection import (
+        BACKFILL_MIN_IMPORTANCE,
         DURABLE_TYPES,
         HIGH_IMPORTANCE,
         MAX_COMMITMENTS,
@@ -450,9 +451,11 @@ def fallback_reinjection_block(settings: Settings, user_id: str, *, query: str |
         pinned = by_importance(reader.list(user_id, project, where="m.pinned = 1", limit=MAX_PINNED))
         top_tier = by_importance(reader.list(user_id, project, where="m.tier = ?", params=[Tier.L1.value],
                                              limit=MAX_PINNED))
-        important = [m for m in by_importance(reader.list(
-            user_id, project, where=f"m.type IN ({durable}) AND m.importance >= ?", params=[HIGH_IMPORTANCE],
+        candidates = [m for m in by_importance(reader.list(
+            user_id, project, where=f"m.type IN ({durable}) AND m.importance >= ?", params=[BACKFILL_MIN_IMPORTANCE],
             limit=MAX_IMPORTANT)) if is_open(m)]
+        important = [m for m in candidates if m.importance >= HIGH_IMPORTANCE]
+        backfill = [m for m in candidates if m.importance < HIGH_IMPORTANCE]
         commitments = commitments_due_soon(reader.list(user_id, project, where="m.type = 'COMMITMENT'",
                                                        limit=MAX_COMMITMENTS),
                                            days=settings.l1_block.commitments_due_days)
@@ -467,7 +470,7 @@ def fallback_reinjection_block(settings: Settings, user_id: str, *, query: str |
         reader.close()
     if snapshot:
         session = [snapshot_memory(snapshot, user_id, session_id)]
-    inputs = ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores)
+    inputs = ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill)
     return fill_block(inputs, max_tokens=settings.auto_recall.max_tokens,
                       session_tokens=settings.l1_block.session_tokens)
 

@@ -16,7 +16,11 @@ to ``auto_recall.max_tokens`` (800) in this order:
 4. open **commitments** due soon (``l1_block.commitments_due_days``);
 5. memories **relevant to the recent conversation**: searched with the last
    few user prompts and the task snapshot (not only the last prompt, which is
-   often a filler), above ``auto_recall.relevance_threshold``, best first.
+   often a filler), above ``auto_recall.relevance_threshold``, best first;
+6. **backfill**: while room is left, the other durable memories of importance
+   >= :data:`BACKFILL_MIN_IMPORTANCE` (decisions and remembered facts are 6),
+   most important first, newest first within equal importance. Chatter the
+   extractor scores lower (reported speech, small talk) never fills the block.
 
 A memory is taken when its line still fits the budget (a long line is
 skipped and a shorter later one may still fit); near-duplicates of a memory
@@ -61,6 +65,8 @@ if TYPE_CHECKING:
 
 #: Importance from which a durable memory is always re-injected after compaction.
 HIGH_IMPORTANCE = 7
+#: Least importance of the memories that fill the room left at the end.
+BACKFILL_MIN_IMPORTANCE = 5
 #: Memory types that can be re-injected (not snapshots or transcripts, not session notes).
 DURABLE_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
                  MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.EVENT)
@@ -88,6 +94,7 @@ class ReinjectionInputs:
     relevant: Sequence[Memory] = ()
     #: Relevance-fused scores of the relevant memories, by id.
     scores: dict[str, float] = field(default_factory=dict)
+    backfill: Sequence[Memory] = ()
 
 
 def by_importance(memories: Sequence[Memory]) -> list[Memory]:
@@ -162,6 +169,7 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
     classes: list[tuple[str, Sequence[Memory]]] = [
         ("pinned", inputs.pinned), ("top_tier", inputs.top_tier), ("important", inputs.important),
         ("session", inputs.session[:1]), ("commitments", inputs.commitments), ("relevant", inputs.relevant),
+        ("backfill", inputs.backfill),
     ]
     for cls, memories in classes:
         for memory in memories:
@@ -212,8 +220,10 @@ async def gather_inputs(provider: MemoryProvider, user_id: str, settings: Settin
 
     pinned = by_importance(await listed(MAX_PINNED, pinned=True))
     top_tier = by_importance(await listed(MAX_PINNED, tiers=(Tier.L1,)))
-    important = [m for m in by_importance(await listed(MAX_IMPORTANT, types=DURABLE_TYPES,
-                                                       min_importance=HIGH_IMPORTANCE)) if is_open(m)]
+    durable = [m for m in by_importance(await listed(MAX_IMPORTANT, types=DURABLE_TYPES,
+                                                     min_importance=BACKFILL_MIN_IMPORTANCE)) if is_open(m)]
+    important = [m for m in durable if m.importance >= HIGH_IMPORTANCE]
+    backfill = [m for m in durable if m.importance < HIGH_IMPORTANCE]
     commitments = commitments_due_soon(await listed(MAX_COMMITMENTS, types=(MemoryType.COMMITMENT,)),
                                        days=settings.l1_block.commitments_due_days, now=now)
     session: list[Memory] = []
@@ -228,7 +238,7 @@ async def gather_inputs(provider: MemoryProvider, user_id: str, settings: Settin
                                         limit=DEFAULT_POOL)
         relevant, scores = relevant_of(results, query, threshold=settings.auto_recall.relevance_threshold,
                                        visible=VisibleContext(recent) if recent else None, now=now)
-    return ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores)
+    return ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill)
 
 
 async def reinjection_block(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None,

@@ -137,10 +137,13 @@ async def test_l1_block_after_compaction_carries_every_important_memory(store: N
     assert not important <= {m.id for m in before.memories}  # the plain L1 block leaves decisions and warnings out
     assert block.tokens <= settings.auto_recall.max_tokens
     assert "Bob" not in block.text
+    # backfill: importance 6 fills the room left, importance 3 does not
+    ids = [m.id for m in block.memories]
+    assert STORE[6].id in ids and STORE[7].id not in ids
     # the relevant section searches the recent prompts, not only the last (filler) one
-    query = recall_query(["What does the Dunmore worker pool run?", "Add type hints to the config loader."])
+    query = recall_query(["What was the Quillon logging format?", "Add type hints to the config loader."])
     block = await l1_block(store, U, settings, query=query, now=NOW, after_compaction=True)
-    assert STORE[6].id in [m.id for m in block.section("relevant")]
+    assert STORE[7].id in [m.id for m in block.section("relevant")]
 
 
 async def test_per_prompt_auto_recall_keeps_its_cap(store: NativeProvider, settings: Settings) -> None:
@@ -162,7 +165,7 @@ async def test_command_hooks_reinject_the_filled_block_after_compaction(
     """PreCompact keeps the last prompts; SessionStart(compact) re-injects the filled block (no daemon)."""
     monkeypatch.setenv(rt.USER_ENV, U)
     transcript = tmp_path / "t.jsonl"
-    rt_turns = [("user", "How many replicas does the Dunmore worker pool run?"), ("assistant", "Four."),
+    rt_turns = [("user", "What was the Quillon logging format?"), ("assistant", "JSON lines."),
                 ("user", "Write a docstring for the retry decorator."), ("assistant", "Done."),
                 ("user", "Add type hints to the config loader."), ("assistant", "OK.")]
     import json
@@ -178,6 +181,7 @@ async def test_command_hooks_reinject_the_filled_block_after_compaction(
     for m in STORE:
         if m.pinned or m.importance >= HIGH_IMPORTANCE:
             assert m.content.split()[3] in text, m.content
-    assert "Dunmore" in text  # relevant to an earlier prompt, not the last one
+    assert "Quillon" in text  # relevant to an earlier prompt, not the last one
+    assert "Dunmore" in text  # backfill
     assert "Current task: Add type hints" in text
     assert count_tokens(text) <= settings.auto_recall.max_tokens
