@@ -258,7 +258,8 @@ class _Rewriter:
         return f"{other} {aux}{tail}"
 
 
-_INLINE_CAPTION = re.compile(r"\[(?:shares?|shared) (?:an image|a photo|a picture)(?::|\s+of)\s*([^\]]+)\]", re.I)
+_INLINE_CAPTION = re.compile(r"\[(?:(?:shares?|shared) (?:an image|a photo|a picture)|image)(?::|\s+of)\s*([^\]]+)\]",
+                             re.I)
 _EMOJI = re.compile(r"\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
 _IMPERATIVE = re.compile(
     r"^(?:go|keep|stay|check|take|let's|lets|make sure|don't|do not|remember|try|have|enjoy|hang|never|always|"

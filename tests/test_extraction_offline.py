@@ -154,3 +154,16 @@ async def test_importance_reflects_signal_strength() -> None:
 async def test_caption_written_into_the_text() -> None:
     notes = await extract(turn("D1:5", "Caroline", "Look at this mural! [shares an image: a pride flag mural]"))
     assert [n.content for n in notes] == ["Caroline shared a photo of a pride flag mural on 8 May 2023."]
+
+
+def test_inline_image_caption_of_the_locomo_loader_becomes_a_shared_photo_note() -> None:
+    """``benchmarks.locomo`` writes captions into the text as "[image: ...]": a photo note, not "X said [image ...]"."""
+    from datetime import UTC, datetime
+
+    from dexai_memory.models import Turn
+    from dexai_memory.offline_extraction import OfflineExtractor
+
+    turn = Turn(id="D1:1", user_id="u", content="Take a look at this. [image: a photo of a painting of a sunset]",
+                role="user", speaker="Melanie", timestamp=datetime(2023, 5, 8, tzinfo=UTC))
+    notes = [n.content for n in OfflineExtractor().extract_sync([turn])]
+    assert notes == ["Melanie shared a photo of a painting of a sunset on 8 May 2023."]
