@@ -25,6 +25,9 @@ Methods (all at the same token budget):
     the full dexai pipeline: ingest through ``dexai_memory.pipeline`` then the
     block ``dexai_memory.recall`` builds for the question (see
     :func:`run_system`). Reported as "not available" until both exist.
+``system@5``
+    the same ingest, the block capped at 5 memories as auto-recall caps it
+    (``auto_recall.max_memories``).
 
 Reference points: BM25 at fixed k = 5/10/20 turns (no budget), to compare with
 the figures in the data's README (43.1 / 50.2 / 58.6 % on all 10 conversations).
@@ -326,9 +329,15 @@ async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int
 
         methods["hybrid"] = run_hybrid
 
-    if "system" in wanted:
+    if wanted & {"system", "system@5"}:
         method, close = await run_system(conv, embedder, budget, tmp)
-        methods["system"] = method
+        if "system" in wanted:
+            methods["system"] = method
+        if "system@5" in wanted:
+            async def run_capped(q: Question, method: Any = method) -> Retrieved:
+                return await method(q, cap=5)
+
+            methods["system@5"] = run_capped
         cleanups.append(close)
     return methods, cleanups
 
@@ -376,10 +385,10 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
         await provider.aclose()
         raise
 
-    async def run(q: Question) -> Retrieved:
+    async def run(q: Question, cap: int | None = max_memories) -> Retrieved:
         t0 = time.perf_counter()
         result = await recall_block(provider, conv.user_id, q.question, settings, max_tokens=budget,
-                                    max_memories=max_memories)
+                                    max_memories=cap)
         ms = elapsed_ms(t0)
         ids = [sid for r in result.memories for sid in r.memory.source_ids]
         return Retrieved(list(dict.fromkeys(ids)), result.text, ms)
@@ -443,8 +452,8 @@ async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget:
             try:
                 methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo)
             except SystemUnavailable as exc:
-                unavailable["system"] = str(exc)
-                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo - {"system"})
+                unavailable["system"] = unavailable["system@5"] = str(exc)
+                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo - {"system", "system@5"})
             try:
                 for name, method in methods.items():
                     for q in questions:
@@ -514,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = arg_parser(NAME, __doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=LOCOMO_PATH, help=f"LoCoMo JSON (default: {LOCOMO_PATH})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="block budget in tokens (default: 800)")
-    parser.add_argument("--methods", default="system,hybrid,dense,bm25,bm25@5,bm25@10,bm25@20",
+    parser.add_argument("--methods", default="system,system@5,hybrid,dense,bm25,bm25@5,bm25@10,bm25@20",
                         help="comma-separated methods (default: all)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--misses", type=int, default=0, metavar="N", help="print N missed questions per category")
@@ -524,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.data.is_file():
         parser.error(f"LoCoMo data not found at {args.data} (set --data or DEXAI_LOCOMO_PATH)")
     wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
-    known = {"system", "hybrid", "dense", "bm25", *(f"bm25@{k}" for k in FIXED_K)}
+    known = {"system", "system@5", "hybrid", "dense", "bm25", *(f"bm25@{k}" for k in FIXED_K)}
     if set(wanted) - known:
         parser.error(f"unknown method(s): {', '.join(sorted(set(wanted) - known))} (known: {', '.join(sorted(known))})")
     convs = load(args.data)
