@@ -337,6 +337,7 @@ class NativeProvider(MemoryProvider):
         try:
             if len(memories) == 1:
                 cur = await db.execute(sql, _memory_params(memories[0]))
+                assert cur.lastrowid is not None  # an INSERT always sets it
                 rowids = [cur.lastrowid]
             else:
                 await db.executemany(sql, [_memory_params(m) for m in memories])
