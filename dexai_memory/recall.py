@@ -409,24 +409,33 @@ async def auto_recall(provider: MemoryProvider, user_id: str, prompt: str, recen
 async def recall_block(provider: MemoryProvider, user_id: str, query: str, settings: Settings, *,
                        project: str | None = None, max_memories: int | None = None,
                        max_tokens: int | None = None, threshold: float | None = None,
-                       recent: Sequence[str] = (), pool: int = DEFAULT_POOL,
+                       recent: Sequence[str] = (), pool: int | None = None,
                        now: datetime | None = None) -> RecallResult:
     """Explicit recall for ``query``: the block and exactly the memories in it.
 
     Budget mode by default: memories are added best first while they fit
     ``max_tokens`` (default ``auto_recall.max_tokens``, 800), above a low
     relevance floor (:data:`BUDGET_MODE_FLOOR`). ``max_memories`` caps the count
-    (``settings.auto_recall.max_memories`` reproduces auto-recall), and
+    (``settings.auto_recall.max_memories`` gives auto-recall's cap), and
     ``threshold`` overrides the floor.
+
+    Budget mode searches notes and the raw turns archived in L3 together
+    (:data:`BUDGET_TYPES`; a transcript is the fallback for a turn whose notes
+    missed the point), ranks by the provider's fused rank first
+    (:data:`BUDGET_WEIGHTS`) and shows one memory per source turn
+    (``select(distinct_sources=True)``). ``pool`` defaults to
+    :data:`BUDGET_POOL` candidates.
     """
     t0 = time.perf_counter()
     limit = max_tokens or settings.auto_recall.max_tokens
-    results = await _search(provider, query, user_id, project, max(pool, (max_memories or 0) * 2))
-    ranked = rank(results, query, now=now)
+    size = max(pool if pool is not None else BUDGET_POOL, (max_memories or 0) * 2)
+    results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project, types=BUDGET_TYPES),
+                                    limit=size)
+    ranked = rank(results, query, now=now, weights=BUDGET_WEIGHTS)
     visible = VisibleContext(recent) if recent else None
     floor = BUDGET_MODE_FLOOR if threshold is None else threshold
     block, mems = select(ranked, threshold=floor, visible=visible, max_memories=max_memories,
-                         max_tokens=limit, now=now)
+                         max_tokens=limit, now=now, distinct_sources=True)
     reason = None if mems else ("no results" if not results else "below threshold")
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
 
