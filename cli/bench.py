@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import click
+
 from dexai_memory.cli.common import fail
 
 BENCH_PACKAGE = "benchmarks"

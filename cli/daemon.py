@@ -14,8 +14,8 @@ import os
 import signal
 
 import click
-from dexai_memory.cli.common import Context, common_options, run
 
+from dexai_memory.cli.common import Context, common_options, run
 from dexai_memory.config import ensure_home
 
 

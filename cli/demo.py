@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from dexai_memory.cli.common import Context, common_options, fail
 
 FACTS = (

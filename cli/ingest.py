@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 import click
-from dexai_memory.cli.common import Context, common_options, progress, run
 
+from dexai_memory.cli.common import Context, common_options, progress, run
 from dexai_memory.config import ensure_home
 from dexai_memory.pipeline import PipelineReport, read_turns_jsonl
 

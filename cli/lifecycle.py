@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from dexai_memory.cli.common import Context, common_options, progress, run
 
+from dexai_memory.cli.common import Context, common_options, progress, run
 from dexai_memory.config import ensure_home
 
 

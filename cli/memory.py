@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
 from dexai_memory.cli.common import Context, common_options, fail, progress, run
 from dexai_memory.cli.lazy import LazyGroup
-
 from dexai_memory.config import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier

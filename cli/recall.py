@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from dexai_memory.cli.common import Context, common_options, fail, progress, run
 
 

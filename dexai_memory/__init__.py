@@ -58,7 +58,16 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from .gate import Gate
     from .hooks import memory_hooks
-    from .models import Memory, MemoryType, SearchFilters, SearchResult, Tier, Turn, UpdateAction, UpdateDecision
+    from .models import (
+        Memory,
+        MemoryType,
+        SearchFilters,
+        SearchResult,
+        Tier,
+        Turn,
+        UpdateAction,
+        UpdateDecision,
+    )
     from .pipeline import Pipeline
     from .providers import make_provider
     from .providers.base import MemoryProvider

@@ -42,7 +42,9 @@ PROVIDER_FACTORIES: dict[str, ProviderFactory] = {
 def _extra_factories() -> None:
     """Providers whose optional SDK is installed join the contract suite."""
     try:
-        from tests.provider_factories import EXTRA_FACTORIES  # written by the provider modules' authors
+        from tests.provider_factories import (
+            EXTRA_FACTORIES,  # written by the provider modules' authors
+        )
     except ImportError:
         return
     PROVIDER_FACTORIES.update(EXTRA_FACTORIES)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+
 from dexai_memory.cli.bench import available, find_repo_root
 from dexai_memory.cli.main import cli
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from dexai_memory.cli.main import cli
 
 TURNS = [

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from dexai_memory.cli.main import cli
 
+from dexai_memory.cli.main import cli
 from dexai_memory.errors import ExtractionError
 from dexai_memory.ipc import ipc_request
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Turn, utcnow

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dexai_memory.config import Settings, default_config_text, home_dir, load_settings, settings_as_dict
+from dexai_memory.config import (
+    Settings,
+    default_config_text,
+    home_dir,
+    load_settings,
+    settings_as_dict,
+)
 from dexai_memory.errors import ConfigError
 
 

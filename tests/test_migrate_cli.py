@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from dexai_memory.cli.main import cli
 
+from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType

@@ -8,7 +8,15 @@ from datetime import timedelta
 import pytest
 
 from dexai_memory.errors import InvalidMemory, MemoryNotFound
-from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, UpdateAction, UpdateDecision, utcnow
+from dexai_memory.models import (
+    Memory,
+    MemoryType,
+    SearchFilters,
+    Tier,
+    UpdateAction,
+    UpdateDecision,
+    utcnow,
+)
 from dexai_memory.providers.base import MemoryProvider
 
 
