@@ -27,13 +27,13 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import InvalidMemory, MemoryNotFound, MissingExtra, ProviderUnavailable
 from ..models import HealthStatus, Memory, MemoryEvent, SearchFilters, SearchResult, as_utc
-from .base import MemoryProvider, ProgressCallback
+from .base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -233,15 +233,6 @@ class FailoverProvider(MemoryProvider):
         stored = await self.native.add(memory)
         await self.log.append("add", user_id=memory.user_id, memory_id=memory.id, payload={"memory": memory.to_dict()})
         return stored
-
-    async def add_many(self, memories: Iterable[Memory], *,
-                       progress: ProgressCallback | None = None) -> builtins.list[Memory]:
-        out = []
-        for memory in memories:
-            out.append(await self.add(memory))
-            if progress:
-                progress(1)
-        return out
 
     async def update(self, memory_id: str, *, user_id: str, **changes: Any) -> Memory:
         ok, result = await self._primary(lambda: self.primary.update(memory_id, user_id=user_id, **changes))
