@@ -76,7 +76,8 @@ async def _provider_check(settings: Settings) -> Check:
         fix = "move the file aside and restore a backup (memory.db.bak-*)" if "SQLite" in str(exc) else ""
         return Check(name, False, str(exc), fix)
     detail = ", ".join(f"{k} {v}" for k, v in status.details.items() if k in ("memories", "users", "schema_version",
-                                                                                 "sqlite_vec", "vector_search", "path"))
+                                                                                 "sqlite_vec", "vector_search", "vectors_pending",
+                                                                                 "path"))
     return Check(name, status.healthy, detail or "healthy", "; ".join(status.problems))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -14,29 +15,64 @@ from dexai_memory.pipeline import PipelineReport, read_turns_jsonl
 SUMMARY_KEYS = ("turns", "gated", "extracted", "added", "updated", "superseded", "noop")
 
 
-async def ingest_file(ctx: Context, path: Path, session: str | None) -> tuple[PipelineReport, float]:
-    """Read, then ingest ``path`` for ``ctx.user``; returns the report and the seconds it took."""
+@dataclass
+class IngestRun:
+    """What ``ingest`` did: the pipeline's report, the time, and the vector work."""
+
+    report: PipelineReport
+    seconds: float
+    #: "now" or "later" (``--vectors auto`` resolved).
+    vectors: str
+    #: Memories of the store still waiting for a vector after the run.
+    vectors_pending: int
+    #: Seconds spent filling vectors after the pipeline (``--vectors now`` on a big file).
+    vector_seconds: float = 0.0
+
+
+def resolve_vectors(choice: str, turns: int, max_turns: int) -> str:
+    """``--vectors auto``: "now" for at most ``max_turns`` turns (``embedding.ingest_now_max_turns``), else "later"."""
+    if choice != "auto":
+        return choice
+    return "now" if turns <= max_turns else "later"
+
+
+async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: str = "auto") -> IngestRun:
+    """Read, then ingest ``path`` for ``ctx.user`` (see :class:`IngestRun`)."""
     from dexai_memory.extraction import make_classifier
     from dexai_memory.pipeline import Pipeline
     from dexai_memory.providers import make_provider
 
     turns = read_turns_jsonl(path, user_id=ctx.user, session_id=session, project=ctx.project)
     ensure_home(ctx.settings.home)
+    mode = resolve_vectors(vectors, len(turns), ctx.settings.embedding.ingest_now_max_turns)
     start = time.perf_counter()
     async with make_provider(ctx.settings) as provider:
         provider.classifier = make_classifier(ctx.settings)
         pipeline = Pipeline(provider, ctx.settings)
+        # a big file: store everything first (BM25 finds it at once), then embed in large batches
+        deferred = mode == "later" or (vectors == "now" and len(turns) > ctx.settings.embedding.ingest_now_max_turns)
         with progress(len(turns), "ingest", enabled=not ctx.json) as update:
             report = await pipeline.ingest(turns, user_id=ctx.user, session_id=session, project=ctx.project,
-                                           progress=update)
-    return report, time.perf_counter() - start
+                                           progress=update, vectors="later" if deferred else "now")
+        vector_seconds = 0.0
+        if mode == "now" and deferred:
+            t0 = time.perf_counter()
+            with progress(await provider.pending_vectors(), "embedding", enabled=not ctx.json) as update:
+                await provider.fill_vectors(progress=update)
+            vector_seconds = time.perf_counter() - t0
+        pending = await provider.pending_vectors()
+    return IngestRun(report, time.perf_counter() - start, mode, pending, vector_seconds)
 
 
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--session", "-s", default=None, help="Session id of the conversation (default: the file's name).")
+@click.option("--vectors", type=click.Choice(["auto", "now", "later"]), default="auto", show_default=True,
+              help="now: embed every new memory before returning; later: store them without vectors "
+                   "(found by BM25 at once; the daemon or 'dexai memory reembed --missing' embeds them); "
+                   "auto: now for files of at most embedding.ingest_now_max_turns turns (1000), else later.")
 @common_options
-def ingest(file: Path, session: str | None, ctx: Context) -> None:
+def ingest(file: Path, session: str | None, vectors: str, ctx: Context) -> None:
     """Feed a conversation (JSONL, one turn a line) through gate, extraction,
     supersession and storage, and archive every raw turn in L3.
 
@@ -46,16 +82,27 @@ def ingest(file: Path, session: str | None, ctx: Context) -> None:
     (speaker and timestamp optional; other keys such as "caption" are kept).
     Ingesting the same file again adds nothing.
 
+    The embedder (MiniLM on the CPU, ~100 texts/s a core) costs far more than
+    the rest of the pipeline, so big files defer vectors by default (see
+    --vectors): the memories are searchable by keyword at once and gain
+    semantic search when their vectors are filled.
+
     Example: dexai memory ingest chat.jsonl --user caroline --session s1
     """
     session = session or file.stem
-    report, seconds = run(ingest_file(ctx, file, session))
+    done = run(ingest_file(ctx, file, session, vectors))
+    report, seconds = done.report, done.seconds
     data = {**{k: getattr(report, k) for k in SUMMARY_KEYS}, "archived": report.archived,
             "skipped": report.skipped, "commitments": report.commitments, "seconds": round(seconds, 2),
             "turns_per_s": round(report.turns / seconds, 1) if seconds > 0 else None,
+            "vectors": done.vectors, "vectors_pending": done.vectors_pending,
+            "vector_seconds": round(done.vector_seconds, 2),
             "file": str(file), "user": ctx.user, "session": session}
     text = (f"Ingested {file.name} for {ctx.user} (session {session}) in {seconds:.1f}s\n"
             + "  ".join(f"{k} {getattr(report, k)}" for k in SUMMARY_KEYS)
             + f"\n{report.archived} raw turns archived in L3; {report.skipped} notes already stored;"
               f" {report.commitments} commitments tracked")
+    if done.vectors_pending:
+        text += (f"\n{done.vectors_pending} memories wait for their vectors (keyword search finds them now): "
+                 "a running 'dexai daemon' embeds them in the background, or run 'dexai memory reembed --missing'")
     ctx.emit(data, text)

@@ -444,6 +444,9 @@ def stats(ctx: Context) -> None:
     lines.append("  tiers: " + ", ".join(f"{k} {v}" for k, v in data["by_tier"].items()))
     if "size_bytes" in data["database"]:
         lines.append(f"  database: {data['database'].get('path')} ({data['database']['size_bytes'] / 1e6:.1f} MB)")
+    if data["database"].get("vectors_pending"):
+        lines.append(f"  {data['database']['vectors_pending']} memories wait for vectors "
+                     "('dexai memory reembed --missing', or a running daemon)")
     ctx.emit(data, "\n".join(lines))
 
 
@@ -466,17 +469,29 @@ def doctor(ctx: Context) -> None:
 
 
 @memory.command()
+@click.option("--missing", is_flag=True,
+              help="Only embed memories stored without a vector (after 'ingest --vectors later').")
 @common_options
-def reembed(ctx: Context) -> None:
-    """Re-embed every memory with the configured embedder (after changing models)."""
+def reembed(missing: bool, ctx: Context) -> None:
+    """Re-embed every memory with the configured embedder (after changing models).
+
+    With --missing, embed only the memories waiting for a vector (a big
+    ingest defers them); the others keep theirs.
+    """
 
     async def go(p: MemoryProvider) -> int:
         from dexai_memory.providers.native import NativeProvider
 
         if not isinstance(p, NativeProvider):
             raise DexaiMemoryError(f"reembed applies to the native provider, not {p.name}")
+        if missing:
+            if p.embedder is None:
+                raise DexaiMemoryError("embedding.backend is 'none': there is nothing to embed with")
+            with progress(await p.pending_vectors(), "embedding", enabled=not ctx.json) as update:
+                return await p.fill_vectors(progress=update)
         with progress(None, "re-embedding", enabled=not ctx.json) as update:
             return await p.reembed(progress=update)
 
     n = with_provider(ctx, go)
-    ctx.emit({"reembedded": n}, f"Re-embedded {n} memories")
+    ctx.emit({"reembedded": n, "missing_only": missing},
+             f"Embedded {n} memories waiting for vectors" if missing else f"Re-embedded {n} memories")

@@ -93,6 +93,10 @@ class EmbeddingConfig:
     max_length: int = field(default=256, metadata=_check(8, 512))
     #: CPU threads for onnxruntime (0 = onnxruntime's choice).
     threads: int = field(default=1, metadata=_check(0, 64))
+    #: ``dexai memory ingest --vectors auto`` embeds during ingest for files of at most this many
+    #: turns; larger files are stored with vectors deferred (filled by the daemon or
+    #: ``dexai memory reembed --missing``), because the embedder is most of ingest's time.
+    ingest_now_max_turns: int = field(default=1000, metadata=_check(0, 10_000_000))
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,10 @@ class DaemonConfig:
     socket_filename: str = "daemon.sock"
     #: Seconds between health checks.
     health_interval_seconds: float = field(default=60.0, metadata=_check(0.1, 86_400.0))
+    #: Seconds between runs of the job that embeds memories stored with deferred vectors.
+    vector_fill_interval_seconds: float = field(default=30.0, metadata=_check(0.1, 86_400.0))
+    #: Most memories that job embeds per run (the rest wait for the next run).
+    vector_fill_batch: int = field(default=512, metadata=_check(1, 1_000_000))
 
 
 @dataclass(frozen=True)

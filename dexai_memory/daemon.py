@@ -332,6 +332,10 @@ class MemoryDaemon:
         if cfg.enabled:
             scheduler.add_job(self.run_consolidation, consolidation_trigger(cfg), id="consolidation", **common)
         scheduler.add_job(self.run_cleanup, cleanup_trigger(cfg), id="cleanup", **common)
+        from apscheduler.triggers.interval import IntervalTrigger
+
+        scheduler.add_job(self.run_vector_fill, IntervalTrigger(
+            seconds=self.settings.daemon.vector_fill_interval_seconds), id="vectors", **common)
         scheduler.start()
         self.scheduler = scheduler
 
@@ -389,6 +393,24 @@ class MemoryDaemon:
         self.runs["cleanup"] += 1
         self.last_reports["cleanup"] = reports
         return reports
+
+    async def run_vector_fill(self) -> int:
+        """Embed up to ``daemon.vector_fill_batch`` memories stored with deferred vectors (bulk ingest)."""
+        done, limit, slice_ = 0, self.settings.daemon.vector_fill_batch, 64
+        try:
+            while done < limit:
+                # small slices, so the queue worker's writes never wait long for the lock
+                async with self.write_lock:
+                    n = await self.provider.fill_vectors(limit=min(slice_, limit - done), batch=slice_)
+                done += n
+                if n < min(slice_, limit - done + n):
+                    break
+        except DexaiMemoryError as exc:
+            logger.error("vector fill failed: %s", exc)
+        if done:
+            logger.info("embedded %d memories stored with deferred vectors", done)
+            self.runs["vectors"] += 1
+        return done
 
     def schedule_consolidation(self, user_id: str) -> bool:
         """Run a consolidation of ``user_id`` soon (in the background). False if not running."""

@@ -126,6 +126,12 @@ def m002_commitments() -> str:
     )
 
 
+@migration
+def m003_vectors_pending() -> str:
+    """Memories stored without their vector yet (a deferred bulk ingest); filled by ``fill_vectors``."""
+    return "CREATE TABLE vectors_pending (rowid INTEGER PRIMARY KEY);"
+
+
 def current_version(conn: Conn) -> int:
     """The highest applied migration number (0 for a new database)."""
     conn.execute(

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .candidates import CandidateIndex
 from .commitments import CommitmentStore, commitment_store
 from .embeddings import Embedder
 from .errors import InvalidMemory, MemoryNotFound
@@ -132,6 +133,21 @@ class WriteBehind:
     pending: dict[str, Memory] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     commitments: list[tuple[Commitment, Memory]] = field(default_factory=list)
+    #: Word-overlap supersession candidates (offline classifier), kept current as notes are stored.
+    index: CandidateIndex | None = None
+
+
+_WORDS_CACHE: dict[str, frozenset[str]] = {}
+
+
+def _words(memory: Memory) -> frozenset[str]:
+    """:func:`content_words` of a memory's content, cached (ingest compares each note with every pending one)."""
+    words = _WORDS_CACHE.get(memory.content)
+    if words is None:
+        if len(_WORDS_CACHE) > 50_000:
+            _WORDS_CACHE.clear()
+        words = _WORDS_CACHE[memory.content] = frozenset(content_words(memory.content))
+    return words
 
 
 class CachedEmbedder(Embedder):
@@ -361,17 +377,23 @@ class Pipeline:
             return False
         return True
 
-    async def decide(self, memory: Memory, pending: Sequence[Memory] = ()) -> tuple[UpdateDecision, Memory | None]:
+    async def decide(self, memory: Memory, pending: Sequence[Memory] = (), *,
+                     index: CandidateIndex | None = None) -> tuple[UpdateDecision, Memory | None]:
         """Supersession: the one decision for ``memory`` against its most similar valid memories
-        (found by ``provider.search``, plus ``pending``: notes decided but not yet written)."""
+        (found by ``provider.search``, plus ``pending``: notes decided but not yet written; or,
+        with ``index``, by word overlap: see :mod:`dexai_memory.candidates`)."""
         if not self.settings.supersession.enabled:
             return UpdateDecision(UpdateAction.ADD, None, "supersession disabled"), None
         top_k = self.settings.supersession.comparison_top_k
-        results = await self.provider.search(memory.content, user_id=memory.user_id, limit=top_k)
-        existing = [r.memory for r in results if r.memory.id != memory.id]
-        if pending:
+        if index is not None:
+            existing = index.candidates(memory.content, user_id=memory.user_id, top_k=top_k,
+                                        exclude={memory.id})
+        else:
+            results = await self.provider.search(memory.content, user_id=memory.user_id, limit=top_k)
+            existing = [r.memory for r in results if r.memory.id != memory.id]
+        if pending and index is None:
             words = content_words(memory.content)
-            near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id != memory.id),
+            near = sorted(((jaccard(words, _words(m)), m) for m in pending if m.id != memory.id),
                           key=lambda x: -x[0])
             existing += [m for score, m in near[:top_k] if score > 0]
         decision = resolve(await self.provider.classify_update(memory.content, existing))
@@ -399,7 +421,8 @@ class Pipeline:
             report.skipped += 1
             logger.debug("note %s already stored (replayed turn): skipped", memory.id)
             return None
-        decision, target = await self.decide(memory, list(batch.pending.values()) if batch else ())
+        index = batch.index if batch is not None else None
+        decision, target = await self.decide(memory, list(batch.pending.values()) if batch else (), index=index)
         if (target is not None and decision.action in (UpdateAction.NOOP, UpdateAction.UPDATE)
                 and set(memory.source_ids) <= set(target.source_ids)):
             report.skipped += 1
@@ -412,6 +435,8 @@ class Pipeline:
                 batch.reasons[memory.id] = decision.reason
                 if note.commitment is not None:
                     batch.commitments.append((note.commitment, memory))
+                if index is not None:
+                    index.add(memory)
                 report.count(decision.action)
                 return memory
             if target is not None and target.id in batch.pending:
@@ -423,6 +448,12 @@ class Pipeline:
             logger.debug("note %s not stored: %s", memory.id, exc)
             return None
         report.count(decision.action)
+        if index is not None:
+            if decision.action is UpdateAction.SUPERSEDE and target is not None and stored is not None \
+                    and stored.id != target.id:
+                index.remove(target.id)
+            if stored is not None:
+                index.add(stored)
         logger.info("supersession %s for user %s: %s (%s)", decision.action.value, memory.user_id,
                     stored.id if stored else decision.memory_id, decision.reason)
         if note.commitment is not None and stored is not None and decision.action in (UpdateAction.ADD,
@@ -455,9 +486,11 @@ class Pipeline:
             batch.commitments[:] = [(c, m) for c, m in batch.commitments if m.id in stored_ids]
             memories = kept
         now = utcnow()
+        by_user: dict[str, list[MemoryEvent]] = {}
         for m in memories:
-            await self.provider.record_event(MemoryEvent(m.id, "ADD", batch.reasons.get(m.id, "new"), now),
-                                             user_id=m.user_id)
+            by_user.setdefault(m.user_id, []).append(MemoryEvent(m.id, "ADD", batch.reasons.get(m.id, "new"), now))
+        for user, events in by_user.items():
+            await self.provider.record_events(events, user_id=user)
         for commitment, m in batch.commitments:
             await self._track(commitment, m, report)
         logger.info("stored %d new notes in one batch", len(memories))
@@ -466,16 +499,38 @@ class Pipeline:
         batch.commitments.clear()
 
     # ------------------------------------------------------------------ ingest
+    def _word_candidates(self) -> bool:
+        """Whether ingest finds supersession candidates by word overlap (the offline classifier)."""
+        from .supersession import OfflineClassifier
+
+        classifier = getattr(self.provider, "classifier", None)
+        return classifier is None or isinstance(classifier, OfflineClassifier)
+
     async def ingest(self, turns: Iterable[Turn], *, user_id: str, session_id: str | None = None,
                      project: str | None = None, progress: ProgressCallback | None = None,
-                     chunk: int = INGEST_CHUNK) -> PipelineReport:
+                     chunk: int = INGEST_CHUNK, vectors: str = "now") -> PipelineReport:
         """Feed a conversation through the pipeline and archive every raw turn in L3.
 
         The gate decides which turns are extracted; all of them are archived
         (TRANSCRIPT, tier L3, source_ids=(turn id,), dated at the turn).
         Ingesting the same turns again changes nothing. ``progress(n)`` is
         called as turns are done.
+
+        ``vectors="now"`` embeds every new memory as it is stored (the
+        embedder is most of the time: ~100 texts/s on one core here);
+        ``"later"`` stores them without vectors inside
+        ``provider.deferred_vectors()`` (BM25 finds them at once) and leaves
+        them to ``provider.fill_vectors()``.
         """
+        if vectors not in ("now", "later"):
+            raise ValueError(f"vectors must be 'now' or 'later', not {vectors!r}")
+        if vectors == "later":
+            async with self.provider.deferred_vectors():
+                return await self._ingest(turns, user_id, session_id, project, progress, chunk, embed=False)
+        return await self._ingest(turns, user_id, session_id, project, progress, chunk, embed=True)
+
+    async def _ingest(self, turns: Iterable[Turn], user_id: str, session_id: str | None, project: str | None,
+                      progress: ProgressCallback | None, chunk: int, *, embed: bool) -> PipelineReport:
         scoped = [Turn(id=t.id, user_id=user_id, content=t.content, role=t.role, speaker=t.speaker,
                        timestamp=t.timestamp, session_id=session_id if session_id is not None else t.session_id,
                        project=project if project is not None else t.project, metadata=t.metadata)
@@ -485,6 +540,8 @@ class Pipeline:
             valid_only=False, include_archived=True), limit=10_000_000)
         archived = {m.id for m in everything if m.type is MemoryType.TRANSCRIPT}
         batch = WriteBehind(known_ids={m.id for m in everything}, prefetched=True)
+        if self._word_candidates():
+            batch.index = CandidateIndex(everything)
         del everything
         recent: collections.deque[str] = collections.deque(maxlen=RECENT_TURNS)
         batch_size = self.settings.extraction.batch_size
@@ -512,7 +569,7 @@ class Pipeline:
             report.extracted += len(extracted)
             # one embedding batch for the chunk's transcripts and notes
             new_transcripts = [m for m in (transcript_memory(t) for t in clean_turns) if m.id not in archived]
-            embedder = getattr(self.provider, "embedder", None)
+            embedder = getattr(self.provider, "embedder", None) if embed else None
             if embedder is not None:
                 texts = [m.content for m in new_transcripts] if self.settings.search.embed_transcripts else []
                 await embedder.aembed_batch(texts + [n.content for n, _ in extracted])

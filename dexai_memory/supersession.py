@@ -51,7 +51,7 @@ The Haiku classifier (used when an API key is set) lives in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from .models import Memory, UpdateAction, UpdateDecision
 from .providers.base import UpdateClassifier
@@ -80,7 +80,7 @@ def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _FILLER}
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
+def jaccard(a: Set[str], b: Set[str]) -> float:
     """Jaccard overlap of two word sets (0 when both are empty)."""
     return len(a & b) / len(a | b) if a or b else 0.0
 

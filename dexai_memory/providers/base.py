@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import abc
 import builtins
+import contextlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
@@ -153,6 +154,29 @@ class MemoryProvider(abc.ABC):
             if progress:
                 progress(1)
         return out
+
+    @contextlib.asynccontextmanager
+    async def deferred_vectors(self) -> AsyncIterator[None]:
+        """A block in which writes may skip embedding, to be caught up by :meth:`fill_vectors`.
+
+        Bulk ingest uses it so thousands of turns are stored in seconds; the
+        native provider overrides it. By default writes embed as usual.
+        """
+        yield
+
+    async def pending_vectors(self) -> int:
+        """How many memories wait for a vector (0 for backends that always embed on write)."""
+        return 0
+
+    async def fill_vectors(self, *, progress: ProgressCallback | None = None, batch: int = 256,
+                           limit: int | None = None) -> int:
+        """Embed the memories stored without a vector; returns how many (0 by default)."""
+        return 0
+
+    async def record_events(self, events: Sequence[MemoryEvent], *, user_id: str) -> None:
+        """Append many history entries; backends override this to batch."""
+        for event in events:
+            await self.record_event(event, user_id=user_id)
 
     async def count(self, *, user_id: str, filters: SearchFilters | None = None) -> int:
         """How many memories match (backends override with a cheap count)."""

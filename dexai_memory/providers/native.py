@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import json
 import logging
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -172,6 +173,7 @@ class NativeProvider(MemoryProvider):
         self.busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
         self._vec_ready = False
+        self._defer_depth = 0
         self.backup_path: Path | None = None
 
     @classmethod
@@ -326,7 +328,71 @@ class NativeProvider(MemoryProvider):
             await self.db.execute("COMMIT")
             if progress:
                 progress(len(chunk))
+        await self.db.execute("DELETE FROM vectors_pending")
         return len(rows)
+
+    @contextlib.asynccontextmanager
+    async def deferred_vectors(self) -> AsyncIterator[None]:
+        """Inside the block, new memories are stored without vectors and queued in ``vectors_pending``.
+
+        They are found by BM25 at once; :meth:`fill_vectors` embeds them later
+        (``dexai memory reembed --missing``, the daemon's ``vectors`` job, or
+        ``dexai memory ingest --vectors now``). Content edits still embed at once.
+        """
+        self._defer_depth += 1
+        try:
+            yield
+        finally:
+            self._defer_depth -= 1
+
+    async def pending_vectors(self) -> int:
+        """How many memories wait for their vector (see :meth:`deferred_vectors`)."""
+        rows = builtins.list(await self.db.execute_fetchall("SELECT COUNT(*) FROM vectors_pending"))
+        return int(rows[0][0])
+
+    async def fill_vectors(self, *, progress: ProgressCallback | None = None, batch: int = 256,
+                           limit: int | None = None) -> int:
+        """Embed memories waiting for a vector, ``batch`` per transaction; returns how many.
+
+        ``limit`` bounds the work of one call (the daemon fills in slices).
+        Does nothing without an embedder or when the stored vectors belong to
+        another model (run :meth:`reembed`).
+        """
+        if self.embedder is None or not self._vec_ready:
+            return 0
+        sql = ("SELECT p.rowid, m.user_id, m.content FROM vectors_pending p JOIN memories m ON m.rowid = p.rowid "
+               "ORDER BY p.rowid")
+        rows = builtins.list(await self.db.execute_fetchall(sql + (" LIMIT ?" if limit else ""),
+                                                            (limit,) if limit else ()))
+        done = 0
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
+            vectors = await self.embedder.aembed_batch([r[2] for r in chunk])
+            rowids = [r[0] for r in chunk]
+            marks = ",".join("?" * len(rowids))
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                # a row may have got its vector meanwhile (content edited): replace it
+                await self.db.execute(f"DELETE FROM memories_vec WHERE rowid IN ({marks})", rowids)
+                await self.db.executemany(
+                    "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
+                    [(r[0], r[1], v.astype(np.float32).tobytes()) for r, v in zip(chunk, vectors, strict=True)],
+                )
+                await self.db.execute(f"DELETE FROM vectors_pending WHERE rowid IN ({marks})", rowids)
+                await self.db.execute("COMMIT")
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+            if self._index is not None:
+                for user_id in {r[1] for r in chunk}:
+                    picks = [j for j, r in enumerate(chunk) if r[1] == user_id]
+                    self._index.add(user_id, [rowids[j] for j in picks], vectors[picks])
+            done += len(chunk)
+            if progress:
+                progress(len(chunk))
+        if limit is None or len(rows) < limit:  # rows whose memory was hard-deleted
+            await self.db.execute("DELETE FROM vectors_pending WHERE rowid NOT IN (SELECT rowid FROM memories)")
+        return done
 
     # ------------------------------------------------------------------ writes
     async def _insert(self, memories: Sequence[Memory], vectors: np.ndarray | None) -> None:
@@ -352,6 +418,9 @@ class NativeProvider(MemoryProvider):
                 rowids = [rowid_of[i] for i in ids]
             # vectors[j] belongs to memories[embedded[j]] (see _embeds)
             embedded = [i for i, m in enumerate(memories) if self._embeds(m)]
+            if vectors is None and self._defer_depth and self._vec_ready and embedded:
+                await db.executemany("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)",
+                                     [(rowids[i],) for i in embedded])
             if vectors is not None:
                 await db.executemany(
                     "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
@@ -373,7 +442,7 @@ class NativeProvider(MemoryProvider):
             raise
 
     async def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
-        if self.embedder is None or not self._vec_ready:
+        if self.embedder is None or not self._vec_ready or self._defer_depth:
             return None
         return await self.embedder.aembed_batch(list(texts))
 
@@ -451,6 +520,7 @@ class NativeProvider(MemoryProvider):
         await self.db.execute("BEGIN IMMEDIATE")
         try:
             await self.db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+            await self.db.execute("DELETE FROM vectors_pending WHERE rowid = ?", (rowid,))
             if self._vec_ready:
                 await self.db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
             await self.db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?",
@@ -472,11 +542,15 @@ class NativeProvider(MemoryProvider):
         return await self.get(memory_id, user_id=user_id)
 
     async def record_event(self, event: MemoryEvent, *, user_id: str) -> None:
-        await self.db.execute(
+        await self.record_events([event], user_id=user_id)
+
+    async def record_events(self, events: Sequence[MemoryEvent], *, user_id: str) -> None:
+        """Append many events in one statement (ingest records one per new note)."""
+        await self.db.executemany(
             "INSERT INTO memory_events (memory_id, user_id, action, reason, at, related_id, details) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (event.memory_id, user_id, event.action, event.reason, ts(event.at), event.related_id,
-             json.dumps(dict(event.details), default=str)),
+            [(e.memory_id, user_id, e.action, e.reason, ts(e.at), e.related_id,
+              json.dumps(dict(e.details), default=str)) for e in events],
         )
 
     async def events(self, memory_id: str, *, user_id: str) -> builtins.list[MemoryEvent]:
@@ -499,9 +573,9 @@ class NativeProvider(MemoryProvider):
 
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:
-        async with self.db.execute(f"SELECT {_SELECT} FROM memories m WHERE m.id = ? AND m.user_id = ?",
-                                   (memory_id, user_id)) as cur:
-            row = await cur.fetchone()
+        rows = builtins.list(await self.db.execute_fetchall(
+            f"SELECT {_SELECT} FROM memories m WHERE m.id = ? AND m.user_id = ?", (memory_id, user_id)))
+        row = rows[0] if rows else None
         if row is None or (row[_COLUMNS.index("deleted")] and not include_deleted):
             raise MemoryNotFound(f"no memory {memory_id!r} for user {user_id!r}")
         return _row_to_memory(row)
@@ -513,9 +587,7 @@ class NativeProvider(MemoryProvider):
         if limit > 0:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        async with self.db.execute(sql, params) as cur:
-            rows = await cur.fetchall()
-        return [_row_to_memory(r) for r in rows]
+        return [_row_to_memory(r) for r in await self.db.execute_fetchall(sql, params)]
 
     async def count(self, *, user_id: str, filters: SearchFilters | None = None) -> int:
         where, params = where_clause(user_id, filters or SearchFilters())
@@ -553,13 +625,13 @@ class NativeProvider(MemoryProvider):
             if use_bm25:
                 q = fts_query(query)
                 if q:
-                    async with self.db.execute(
+                    rows = await self.db.execute_fetchall(
                         f"SELECT m.rowid FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
                         f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?",
                         [q, *params, n],
-                    ) as cur:
-                        for rank, (rowid,) in enumerate(await cur.fetchall(), 1):
-                            cands[rowid] = _Candidate(rowid, bm25_rank=rank)
+                    )
+                    for rank, (rowid,) in enumerate(rows, 1):
+                        cands[rowid] = _Candidate(rowid, bm25_rank=rank)
         except BaseException:
             if vec_task is not None:
                 vec_task.cancel()
@@ -597,10 +669,10 @@ class NativeProvider(MemoryProvider):
         scored.sort(key=lambda x: (-x[0], x[1].rowid))
         top = scored[:limit]
         rowids = [c.rowid for _, c in top]
-        async with self.db.execute(
+        rows = await self.db.execute_fetchall(
             f"SELECT m.rowid, {_SELECT} FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))})", rowids
-        ) as cur:
-            by_rowid = {r[0]: _row_to_memory(r[1:]) for r in await cur.fetchall()}
+        )
+        by_rowid = {r[0]: _row_to_memory(r[1:]) for r in rows}
         return [SearchResult(by_rowid[c.rowid], round(s, 6), c.bm25_rank, c.vector_rank, c.similarity)
                 for s, c in top if c.rowid in by_rowid]
 
@@ -609,8 +681,7 @@ class NativeProvider(MemoryProvider):
         """Top ``n`` (rowid, cosine) of ``user_id`` passing ``where``, from the in-memory index."""
         index = self._index
         assert index is not None
-        async with self.db.execute("PRAGMA data_version") as cur:
-            version = (await cur.fetchone())[0]  # type: ignore[index]
+        version = builtins.list(await self.db.execute_fetchall("PRAGMA data_version"))[0][0]
         if version != index.data_version:  # another connection wrote: reload lazily
             index.clear()
             index.data_version = version
@@ -626,11 +697,10 @@ class NativeProvider(MemoryProvider):
             if not found:
                 return []
             ids = [r for r, _ in found]
-            async with self.db.execute(
+            keep = {r[0] for r in await self.db.execute_fetchall(
                 f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({','.join('?' * len(ids))}) AND {where}",
                 [*ids, *params],
-            ) as cur:
-                keep = {r[0] for r in await cur.fetchall()}
+            )}
             hits = [(r, s) for r, s in found if r in keep]
             # filters removed too many: look further down the ranking (bounded)
             if len(hits) >= n or len(found) < k or k >= 16_384:
@@ -651,6 +721,7 @@ class NativeProvider(MemoryProvider):
             async with self.db.execute("SELECT COUNT(*), COUNT(DISTINCT user_id) FROM memories") as cur:
                 total, users = await cur.fetchone()  # type: ignore[misc]
             details.update(memories=total, users=users)
+            details["vectors_pending"] = await self.pending_vectors()
             async with self.db.execute("PRAGMA quick_check") as cur:
                 check = (await cur.fetchone())[0]  # type: ignore[index]
             if check != "ok":
