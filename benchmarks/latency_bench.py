@@ -61,8 +61,10 @@ WANTED: list[tuple[str, str]] = [
     ("gate latency p99 (ms)", r"^gate\.gate_p99_ms"),
     ("enqueue latency in the daemon p99 (ms)", r"^ingest\.enqueue_p99"),
     ("enqueue latency from a hook process p99 (ms)", r"^ingest\.hook_enqueue_p99"),
-    ("ingest throughput, MiniLM vectors (turns/s)", r"^ingest\.ingest_turns_per_s$"),
+    ("ingest throughput, MiniLM, vectors deferred (turns/s)", r"^ingest\.ingest_turns_per_s_vectors_deferred"),
     ("ingest throughput, no vectors (turns/s)", r"^ingest\.ingest_turns_per_s_no_vectors"),
+    ("dexai memory ingest, 6,000-turn file (s)", r"^ingest\.cli_ingest_seconds"),
+    ("embedding the deferred vectors afterwards (s)", r"^ingest\.cli_reembed_missing_seconds"),
     ("daemon resident memory (MB)", r"(daemon.*rss|rss.*mb)"),
 ]
 

@@ -38,6 +38,7 @@ def resolve_vectors(choice: str, turns: int, max_turns: int) -> str:
 
 async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: str = "auto") -> IngestRun:
     """Read, then ingest ``path`` for ``ctx.user`` (see :class:`IngestRun`)."""
+    from dexai_memory.embeddings import bulk_embedder
     from dexai_memory.extraction import make_classifier
     from dexai_memory.pipeline import Pipeline
     from dexai_memory.providers import make_provider
@@ -58,7 +59,7 @@ async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: st
         if mode == "now" and deferred:
             t0 = time.perf_counter()
             with progress(await provider.pending_vectors(), "embedding", enabled=not ctx.json) as update:
-                await provider.fill_vectors(progress=update)
+                await provider.fill_vectors(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
             vector_seconds = time.perf_counter() - t0
         pending = await provider.pending_vectors()
     return IngestRun(report, time.perf_counter() - start, mode, pending, vector_seconds)

@@ -484,13 +484,15 @@ def reembed(missing: bool, ctx: Context) -> None:
 
         if not isinstance(p, NativeProvider):
             raise DexaiMemoryError(f"reembed applies to the native provider, not {p.name}")
+        from dexai_memory.embeddings import bulk_embedder
+
         if missing:
             if p.embedder is None:
                 raise DexaiMemoryError("embedding.backend is 'none': there is nothing to embed with")
             with progress(await p.pending_vectors(), "embedding", enabled=not ctx.json) as update:
-                return await p.fill_vectors(progress=update)
+                return await p.fill_vectors(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
         with progress(None, "re-embedding", enabled=not ctx.json) as update:
-            return await p.reembed(progress=update)
+            return await p.reembed(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
 
     n = with_provider(ctx, go)
     ctx.emit({"reembedded": n, "missing_only": missing},

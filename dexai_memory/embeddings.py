@@ -205,6 +205,16 @@ class HashingEmbedder(Embedder):
         return out
 
 
+def bulk_embedder(config: EmbeddingConfig) -> Embedder | None:
+    """The configured embedder with one onnxruntime thread per CPU, for bulk work run on demand
+    (``dexai memory reembed``, ``ingest --vectors now``); the hot paths keep ``embedding.threads``."""
+    if config.backend != "onnx-minilm":
+        return make_embedder(config)
+    from dataclasses import replace
+
+    return make_embedder(replace(config, threads=max(1, os.cpu_count() or 1)))
+
+
 _SHARED: dict[tuple[Any, ...], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 

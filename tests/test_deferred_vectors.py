@@ -156,3 +156,13 @@ def test_cli_ingest_now_on_a_big_file_stores_first_then_embeds(tmp_path: Path, i
                                          "--json"]).output)
     # the pipeline ran with vectors deferred, then the command embedded them all (user a's too)
     assert now["vectors"] == "now" and now["vectors_pending"] == 0 and now["vector_seconds"] > 0
+
+
+async def test_fill_with_another_embedder_of_the_same_model_only(provider: NativeProvider) -> None:
+    from dexai_memory.errors import StorageError
+
+    async with provider.deferred_vectors():
+        await provider.add(Memory(TEXTS[0], user_id="u"))
+    with pytest.raises(StorageError, match="not the store's model"):
+        await provider.fill_vectors(embedder=HashingEmbedder(32))
+    assert await provider.fill_vectors(embedder=HashingEmbedder(64)) == 1

@@ -306,10 +306,13 @@ class NativeProvider(MemoryProvider):
             logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
                            "'dexai memory reembed'", self.path, model, self.embedder.model_id)
 
-    async def reembed(self, *, progress: ProgressCallback | None = None, batch: int = 256) -> int:
-        """Drop all vectors and embed every memory again with the current embedder."""
+    async def reembed(self, *, progress: ProgressCallback | None = None, batch: int = 256,
+                      embedder: Embedder | None = None) -> int:
+        """Drop all vectors and embed every memory again with the current embedder
+        (or ``embedder``, the same model: see :meth:`fill_vectors`)."""
         if self.embedder is None:
             raise StorageError("embedding.backend is 'none': there is nothing to embed with")
+        bulk = self._bulk_embedder(embedder)
         await self.db.execute("DROP TABLE IF EXISTS memories_vec")
         if self._index is not None:
             self._index.clear()
@@ -319,7 +322,7 @@ class NativeProvider(MemoryProvider):
             rows = builtins.list(await cur.fetchall())
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
-            vectors = await self.embedder.aembed_batch([r[2] for r in chunk])
+            vectors = await bulk.aembed_batch([r[2] for r in chunk])
             await self.db.execute("BEGIN")
             await self.db.executemany(
                 "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
@@ -350,16 +353,27 @@ class NativeProvider(MemoryProvider):
         rows = builtins.list(await self.db.execute_fetchall("SELECT COUNT(*) FROM vectors_pending"))
         return int(rows[0][0])
 
+    def _bulk_embedder(self, embedder: Embedder | None) -> Embedder:
+        """``embedder`` if given (checked to be the same model), else the provider's own."""
+        assert self.embedder is not None
+        if embedder is None:
+            return self.embedder
+        if embedder.model_id != self.embedder.model_id or embedder.dim != self.embedder.dim:
+            raise StorageError(f"embedder {embedder.model_id} is not the store's model {self.embedder.model_id}")
+        return embedder
+
     async def fill_vectors(self, *, progress: ProgressCallback | None = None, batch: int = 256,
-                           limit: int | None = None) -> int:
+                           limit: int | None = None, embedder: Embedder | None = None) -> int:
         """Embed memories waiting for a vector, ``batch`` per transaction; returns how many.
 
         ``limit`` bounds the work of one call (the daemon fills in slices).
-        Does nothing without an embedder or when the stored vectors belong to
-        another model (run :meth:`reembed`).
+        ``embedder`` (same model) replaces the provider's for this call: the
+        CLI passes one that uses every core. Does nothing without an embedder
+        or when the stored vectors belong to another model (run :meth:`reembed`).
         """
         if self.embedder is None or not self._vec_ready:
             return 0
+        bulk = self._bulk_embedder(embedder)
         sql = ("SELECT p.rowid, m.user_id, m.content FROM vectors_pending p JOIN memories m ON m.rowid = p.rowid "
                "ORDER BY p.rowid")
         rows = builtins.list(await self.db.execute_fetchall(sql + (" LIMIT ?" if limit else ""),
@@ -367,7 +381,7 @@ class NativeProvider(MemoryProvider):
         done = 0
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
-            vectors = await self.embedder.aembed_batch([r[2] for r in chunk])
+            vectors = await bulk.aembed_batch([r[2] for r in chunk])
             rowids = [r[0] for r in chunk]
             marks = ",".join("?" * len(rowids))
             await self.db.execute("BEGIN IMMEDIATE")
