@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -15,7 +16,7 @@ from dexai_memory.pipeline import PipelineReport, read_turns_jsonl
 SUMMARY_KEYS = ("turns", "gated", "extracted", "added", "updated", "superseded", "noop")
 
 
-@dataclass
+@dataclasses.dataclass
 class IngestRun:
     """What ``ingest`` did: the pipeline's report, the time, and the vector work."""
 
@@ -38,20 +39,23 @@ def resolve_vectors(choice: str, turns: int, max_turns: int) -> str:
 
 async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: str = "auto") -> IngestRun:
     """Read, then ingest ``path`` for ``ctx.user`` (see :class:`IngestRun`)."""
-    from dexai_memory.embeddings import bulk_embedder
     from dexai_memory.extraction import make_classifier
     from dexai_memory.pipeline import Pipeline
     from dexai_memory.providers import make_provider
 
     turns = read_turns_jsonl(path, user_id=ctx.user, session_id=session, project=ctx.project)
-    ensure_home(ctx.settings.home)
-    mode = resolve_vectors(vectors, len(turns), ctx.settings.embedding.ingest_now_max_turns)
+    settings = ctx.settings
+    ensure_home(settings.home)
+    if settings.embedding.backend == "onnx-minilm":  # a one-shot bulk command: embed on every core
+        settings = dataclasses.replace(settings, embedding=dataclasses.replace(
+            settings.embedding, threads=max(1, os.cpu_count() or 1)))
+    mode = resolve_vectors(vectors, len(turns), settings.embedding.ingest_now_max_turns)
     start = time.perf_counter()
-    async with make_provider(ctx.settings) as provider:
-        provider.classifier = make_classifier(ctx.settings)
-        pipeline = Pipeline(provider, ctx.settings)
+    async with make_provider(settings) as provider:
+        provider.classifier = make_classifier(settings)
+        pipeline = Pipeline(provider, settings)
         # a big file: store everything first (BM25 finds it at once), then embed in large batches
-        deferred = mode == "later" or (vectors == "now" and len(turns) > ctx.settings.embedding.ingest_now_max_turns)
+        deferred = mode == "later" or (vectors == "now" and len(turns) > settings.embedding.ingest_now_max_turns)
         with progress(len(turns), "ingest", enabled=not ctx.json) as update:
             report = await pipeline.ingest(turns, user_id=ctx.user, session_id=session, project=ctx.project,
                                            progress=update, vectors="later" if deferred else "now")
@@ -59,7 +63,7 @@ async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: st
         if mode == "now" and deferred:
             t0 = time.perf_counter()
             with progress(await provider.pending_vectors(), "embedding", enabled=not ctx.json) as update:
-                await provider.fill_vectors(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
+                await provider.fill_vectors(progress=update)
             vector_seconds = time.perf_counter() - t0
         pending = await provider.pending_vectors()
     return IngestRun(report, time.perf_counter() - start, mode, pending, vector_seconds)

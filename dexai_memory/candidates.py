@@ -20,12 +20,15 @@ So the candidates of a note are
   :attr:`CandidateIndex.common_fraction` of the notes; the names that appear
   everywhere are skipped as probes but still count in the overlap),
 
-ranked by Jaccard overlap of content words, ``top_k`` of them. With a Haiku
+ranked by Jaccard overlap of content words, ``top_k`` of them (only the
+``prefilter * top_k`` memories sharing the most probe words are ranked, so a
+note costs the same in a store of 600 notes or 60,000). With a Haiku
 classifier, ingest keeps ``provider.search`` (semantic candidates).
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable, Set
 
 from .models import Memory, MemoryType
@@ -44,13 +47,16 @@ class CandidateIndex:
     """An inverted index of one store's current notes (any number of users)."""
 
     def __init__(self, memories: Iterable[Memory] = (), *, common_fraction: float = 0.05,
-                 min_common: int = 50):
+                 min_common: int = 50, prefilter: int = 3):
         #: A word in more than ``max(min_common, common_fraction * size)`` notes is not used as a probe.
         self.common_fraction = common_fraction
         self.min_common = min_common
+        #: Memories kept per wanted candidate after counting shared words (Jaccard ranks those).
+        self.prefilter = prefilter
         self._memories: dict[str, Memory] = {}
         self._words: dict[str, frozenset[str]] = {}
-        self._postings: dict[tuple[str, str], set[str]] = {}
+        # postings are insertion-ordered dicts (not sets) so ties break the same way on every run
+        self._postings: dict[tuple[str, str], dict[str, None]] = {}
         self._slots: dict[tuple[str, str, str], set[str]] = {}
         for memory in memories:
             self.add(memory)
@@ -75,7 +81,7 @@ class CandidateIndex:
         self._memories[memory.id] = memory
         self._words[memory.id] = words
         for word in words:
-            self._postings.setdefault((memory.user_id, word), set()).add(memory.id)
+            self._postings.setdefault((memory.user_id, word), {})[memory.id] = None
         slot = _slot(memory.content)
         if slot is not None:
             self._slots.setdefault((memory.user_id, *slot), set()).add(memory.id)
@@ -86,10 +92,10 @@ class CandidateIndex:
         if memory is None:
             return
         for word in self._words.pop(memory_id):
-            ids = self._postings.get((memory.user_id, word))
-            if ids is not None:
-                ids.discard(memory_id)
-                if not ids:
+            posting = self._postings.get((memory.user_id, word))
+            if posting is not None:
+                posting.pop(memory_id, None)
+                if not posting:
                     del self._postings[(memory.user_id, word)]
         slot = _slot(memory.content)
         if slot is not None:
@@ -106,15 +112,19 @@ class CandidateIndex:
         """The ``top_k`` memories of ``user_id`` most likely to be classified against ``content``."""
         words = content_words(content)
         limit = max(self.min_common, int(self.common_fraction * len(self._memories)))
-        ids: set[str] = set()
-        for word in words:
+        shared: collections.Counter[str] = collections.Counter()
+        for word in sorted(words):
             posting = self._postings.get((user_id, word))
             if posting and len(posting) <= limit:
-                ids |= posting
+                shared.update(iter(posting))
+        for memory_id in exclude:
+            shared.pop(memory_id, None)
+        # the memories sharing the most probe words (ties in a fixed order, so runs are reproducible) ...
+        ids = {i for i, _ in shared.most_common(self.prefilter * top_k)}
+        # ... and every memory with the same subject and attribute
         slot = _slot(content)
         same_slot = self._slots.get((user_id, *slot), set()) if slot else set()
-        ids |= same_slot
-        ids -= exclude
+        ids |= same_slot - exclude
         # same slot first (the SUPERSEDE candidates), then by overlap; ids break ties deterministically
         scored = sorted((i not in same_slot, -jaccard(words, self._words[i]), i) for i in ids)
         return [self._memories[i] for _, _, i in scored[:top_k]]

@@ -166,3 +166,14 @@ async def test_fill_with_another_embedder_of_the_same_model_only(provider: Nativ
     with pytest.raises(StorageError, match="not the store's model"):
         await provider.fill_vectors(embedder=HashingEmbedder(32))
     assert await provider.fill_vectors(embedder=HashingEmbedder(64)) == 1
+
+
+async def test_content_edit_inside_the_block_is_queued_too(provider: NativeProvider) -> None:
+    m = await provider.add(Memory(TEXTS[0], user_id="u"))  # embedded at once
+    async with provider.deferred_vectors():
+        await provider.update(m.id, user_id="u", content="Caroline went to a support group on 7 May 2023")
+        await provider.update(m.id, user_id="u", mention_count=2)  # no content change: nothing to embed
+    assert await provider.pending_vectors() == 1
+    await provider.fill_vectors()
+    vector_only(provider)
+    assert (await provider.search("support group in May", user_id="u"))[0].memory.id == m.id

@@ -340,7 +340,8 @@ class NativeProvider(MemoryProvider):
 
         They are found by BM25 at once; :meth:`fill_vectors` embeds them later
         (``dexai memory reembed --missing``, the daemon's ``vectors`` job, or
-        ``dexai memory ingest --vectors now``). Content edits still embed at once.
+        ``dexai memory ingest --vectors now``). A content edit inside the block
+        queues its memory the same way.
         """
         self._defer_depth += 1
         try:
@@ -491,25 +492,29 @@ class NativeProvider(MemoryProvider):
         updated = current.replace(**changes, updated_at=utcnow())
         params = dict(zip(_COLUMNS, _memory_params(updated), strict=True))
         cols = sorted(set(changes) | {"updated_at"})
+        sql = f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ? AND user_id = ?"
+        if "content" not in changes or updated.content == current.content or not self._vec_ready:
+            # one statement: atomic on its own, no explicit transaction (ingest merges thousands of notes)
+            await self.db.execute(sql, [params[c] for c in cols] + [memory_id, user_id])
+            return updated
         await self.db.execute("BEGIN IMMEDIATE")
         try:
-            await self.db.execute(
-                f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ? AND user_id = ?",
-                [params[c] for c in cols] + [memory_id, user_id],
-            )
-            if "content" in changes and updated.content != current.content and self._vec_ready:
-                vec = await self._embed([updated.content])
-                async with self.db.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)) as cur:
-                    (rowid,) = await cur.fetchone() or (None,)
-                await self.db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
+            # the content changed and vectors are on: replace the vector in the same transaction
+            await self.db.execute(sql, [params[c] for c in cols] + [memory_id, user_id])
+            vec = await self._embed([updated.content]) if self._embeds(updated) else None
+            async with self.db.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)) as cur:
+                (rowid,) = await cur.fetchone() or (None,)
+            await self.db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
+            if vec is not None:
+                await self.db.execute("INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
+                                      (rowid, user_id, vec[0].astype(np.float32).tobytes()))
+            elif self._defer_depth and self._embeds(updated):
+                await self.db.execute("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)", (rowid,))
+            if self._index is not None and rowid is not None:
                 if vec is not None:
-                    await self.db.execute("INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
-                                          (rowid, user_id, vec[0].astype(np.float32).tobytes()))
-                if self._index is not None and rowid is not None:
-                    if vec is not None:
-                        self._index.add(user_id, [rowid], vec[:1])
-                    else:
-                        self._index.remove(user_id, rowid)
+                    self._index.add(user_id, [rowid], vec[:1])
+                else:
+                    self._index.remove(user_id, rowid)
             await self.db.execute("COMMIT")
         except BaseException:
             await self.db.execute("ROLLBACK")
