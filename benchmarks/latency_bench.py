@@ -93,6 +93,52 @@ async def recall_latency(n: int, prompts: Sequence[str], *, quick: bool, tmp: Pa
     return {"memories": n, **latency_stats(wall), "injected_share": round(injected / max(len(prompts), 1), 3)}
 
 
+def _rss_mb(pid: int) -> dict[str, float]:
+    """Resident set (now and peak) of a Linux process, in MB, from /proc."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = round(int(value.split()[0]) / 1024, 1)
+    return out
+
+
+def daemon_rss(n: int, prompts: Sequence[str], *, quick: bool, tmp: Path) -> dict[str, Any]:
+    """Resident memory of a real ``dexai daemon`` process on a store of ``n`` memories: after start,
+    and after answering hook recalls over its socket (the embedder and the vector index loaded)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from dexai_memory.ipc import ipc_request
+
+    db, _ = asyncio.run(embedded_db(n, 7, OnnxMiniLMEmbedder(), use_cache=not quick, rebuild=False, tmp=tmp))
+    home = Path(tempfile.mkdtemp(prefix="dx", dir="/tmp"))  # short: Unix socket paths are limited
+    shutil.copy2(db, home / "memory.db")
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home)}
+    env.pop("ANTHROPIC_API_KEY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "dexai_memory.cli.main", "daemon", "--no-schedule", "--json",
+                             "--log-level", "WARNING"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())
+        started = _rss_mb(proc.pid)
+        answered = 0
+        for p in prompts:
+            reply = ipc_request(ready["socket"], {"op": "hook.recall", "user_id": USER, "prompt": p, "recent": []},
+                                timeout=10)
+            answered += reply is not None
+        after = _rss_mb(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        shutil.rmtree(home, ignore_errors=True)
+    return {"memories": n, "rss_mb_started": started.get("VmRSS"), "rss_mb_after_recall": after.get("VmRSS"),
+            "peak_rss_mb": after.get("VmHWM"), "recalls_answered": answered, "recalls": len(prompts)}
+
+
 def collect(out_dir: Path | None) -> tuple[dict[str, Any], list[list[Any]]]:
     """Headline figures found in other results (label -> {value, source}) and all their summaries as rows."""
     results = read_results(out_dir)
@@ -126,9 +172,12 @@ async def run(args: Any) -> dict[str, Any]:
         for n in sizes:
             say(f"auto_recall at {n:,} memories")
             recall.append(await recall_latency(n, prompts, quick=args.quick, tmp=tmp))
+        rss_n = 1000 if args.quick else 10_000
+        say(f"dexai daemon resident memory at {rss_n:,} memories")
+        rss = await asyncio.to_thread(daemon_rss, rss_n, prompts[:20], quick=args.quick, tmp=tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"recall": recall}
+    return {"recall": recall, "daemon_rss": rss}
 
 
 def render(results: dict[str, Any], found: dict[str, Any], rows: list[list[Any]]) -> str:
@@ -138,6 +187,13 @@ def render(results: dict[str, Any], found: dict[str, Any], rows: list[list[Any]]
          for r in results["recall"]],
         title="Recall latency in-process (auto_recall, cold start: embedding + hybrid search + ranking + block)",
     )]
+    rss = results.get("daemon_rss")
+    if rss:
+        parts.append(format_table(
+            ["memories", "RSS after start MB", "RSS after recalls MB", "peak MB", "recalls answered"],
+            [[f"{rss['memories']:,}", rss["rss_mb_started"], rss["rss_mb_after_recall"], rss["peak_rss_mb"],
+              f"{rss['recalls_answered']}/{rss['recalls']}"]],
+            title="dexai daemon resident memory (real process, hook.recall over its socket)"))
     parts.append(format_table(
         ["figure", "value", "source"],
         [[label, f["value"] if f else "MISSING", (f["source"] + (" (quick run)" if f["quick"] else "")) if f
@@ -160,12 +216,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = asyncio.run(run(args))
     found, rows = collect(args.results or args.out)
+    if results.get("daemon_rss"):  # measured here, not collected from another file
+        found["daemon resident memory (MB)"] = {"value": results["daemon_rss"]["rss_mb_after_recall"],
+                                                "source": "latency.daemon_rss_mb", "date": None, "quick": args.quick}
     print(render(results, found, rows))
     summary: dict[str, Any] = {}
     for r in results["recall"]:
         tag = f"{r['memories'] // 1000}k"
         summary[f"recall_p50_ms_{tag}"] = r["p50_ms"]
         summary[f"recall_p95_ms_{tag}"] = r["p95_ms"]
+    if results.get("daemon_rss"):
+        summary["daemon_rss_mb"] = results["daemon_rss"]["rss_mb_after_recall"]
+        summary["daemon_peak_rss_mb"] = results["daemon_rss"]["peak_rss_mb"]
     missing = [label for label, f in found.items() if f is None]
     path = write_result(NAME, quick=args.quick,
                         params={"sizes": [r["memories"] for r in results["recall"]],
