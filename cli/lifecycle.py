@@ -102,6 +102,7 @@ async def _retry(ctx: Context, ids: tuple[int, ...], list_only: bool) -> dict[st
         async with make_provider(settings) as provider:
             provider.classifier = make_classifier(settings)
             pipeline = Pipeline(provider, settings)
+            pipeline.journal = queue.save_notes
             result["processed"] = await queue.drain(pipeline.handle)
         result["handled_by"] = "this process"
         result["still_failing"] = len(queue.dead_letters()) + queue.pending_count()

@@ -190,6 +190,7 @@ class MemoryDaemon:
             provider.classifier = make_classifier(self.settings)
         self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor)
         _ = self.pipeline.gate, self.pipeline.extractor  # build them now, not on the first turn
+        self.pipeline.journal = self.queue.save_notes  # extracted notes survive a crash before storage
         self.queue.claim()  # fails now if another daemon processes this queue
         self._spawn(self._supervise("queue-worker", self._run_worker))
         self._spawn(self._health_loop())
@@ -407,6 +408,8 @@ class MemoryDaemon:
                     break
         except DexaiMemoryError as exc:
             logger.error("vector fill failed: %s", exc)
+        except asyncio.CancelledError:  # the scheduler stops at shutdown: the rest waits for the next run
+            logger.info("vector fill interrupted by shutdown after %d memories", done)
         if done:
             logger.info("embedded %d memories stored with deferred vectors", done)
             self.runs["vectors"] += 1

@@ -369,6 +369,28 @@ class ExtractedNote:
     #: stored as ``metadata["category"]`` like the ``remember`` tool's categories.
     category: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the extraction queue journals notes between extraction and storage)."""
+        c = self.commitment
+        return {"content": self.content, "type": self.type.value, "importance": self.importance,
+                "confidence": self.confidence, "source_ids": list(self.source_ids), "event_date": self.event_date,
+                "entities": list(self.entities), "category": self.category,
+                "commitment": None if c is None else {
+                    "what": c.what, "who": c.who, "due_at": c.due_at.isoformat() if c.due_at else None,
+                    "due_text": c.due_text, "status": c.status}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExtractedNote:
+        """The note :meth:`to_dict` wrote."""
+        c = data.get("commitment")
+        return cls(content=str(data["content"]), type=MemoryType.parse(data.get("type") or "FACT"),
+                   importance=int(data.get("importance", 5)), confidence=float(data.get("confidence", 0.7)),
+                   source_ids=tuple(data.get("source_ids") or ()), event_date=data.get("event_date"),
+                   entities=tuple(data.get("entities") or ()), category=data.get("category"),
+                   commitment=None if not c else Commitment(
+                       what=str(c["what"]), who=c.get("who"), due_at=as_utc(c.get("due_at")),
+                       due_text=c.get("due_text"), status=str(c.get("status") or "open")))
+
     def to_memory(self, *, user_id: str, session_id: str | None = None, project: str | None = None,
                   created_at: datetime | None = None) -> Memory:
         """The memory this note would be stored as."""

@@ -34,7 +34,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -197,6 +197,17 @@ def install_embedding_cache(provider: MemoryProvider, size: int = 8192) -> Cache
     return cached
 
 
+def _notes_by_turn(turns: Sequence[Turn], notes: Sequence[ExtractedNote]) -> dict[tuple[str, str], list[ExtractedNote]]:
+    """Each turn's notes, keyed (user id, turn id): a note goes to every turn it names in
+    ``source_ids`` (all the turns when it names none); a turn with no note gets an empty list."""
+    out: dict[tuple[str, str], list[ExtractedNote]] = {(t.user_id, t.id): [] for t in turns}
+    for note in notes:
+        named = [t for t in turns if t.id in note.source_ids] or list(turns)
+        for t in named:
+            out[(t.user_id, t.id)].append(note)
+    return out
+
+
 def _redact(text: str) -> str:
     from .privacy import redact
 
@@ -309,6 +320,9 @@ class Pipeline:
         self.commitments = commitments or commitment_store(provider)
         #: Totals over every batch :meth:`handle` processed.
         self.totals = PipelineReport()
+        #: Where :meth:`handle` journals extracted notes (job id -> notes) before storing them:
+        #: the queue's :meth:`~dexai_memory.queue.ExtractionQueue.save_notes`. None: no journal.
+        self.journal: Callable[[Mapping[int, Sequence[ExtractedNote]]], Awaitable[None]] | None = None
         install_embedding_cache(provider)
 
     @property
@@ -339,12 +353,34 @@ class Pipeline:
 
     # ------------------------------------------------------------------ extraction + storage
     async def handle(self, jobs: Sequence[Job]) -> None:
-        """The queue's job handler: extract and store a batch (raises to have it retried)."""
-        report = await self.process([(j.turn, j.context) for j in jobs])
+        """The queue's job handler: extract and store a batch (raises to have it retried).
+
+        Notes a job's earlier attempt journaled are reused; new extractions
+        are journaled through :attr:`journal` (when set) before anything is
+        stored (see :mod:`dexai_memory.queue`, "Exactly once").
+        """
+        ids = {j.key: j.id for j in jobs}
+        saved = {j.key: j.notes for j in jobs if j.notes is not None}
+
+        async def record(extracted: Mapping[tuple[str, str], Sequence[ExtractedNote]]) -> None:
+            if self.journal is not None:
+                await self.journal({ids[k]: ns for k, ns in extracted.items() if k in ids})
+
+        report = await self.process([(j.turn, j.context) for j in jobs], saved=saved, on_extracted=record)
         self.totals.merge(report)
 
-    async def process(self, items: Sequence[tuple[Turn, Sequence[str]]]) -> PipelineReport:
-        """Extract notes from turns (grouped by user, session and project) and store them."""
+    async def process(self, items: Sequence[tuple[Turn, Sequence[str]]], *,
+                      saved: Mapping[tuple[str, str], Sequence[ExtractedNote]] | None = None,
+                      on_extracted: Callable[[Mapping[tuple[str, str], Sequence[ExtractedNote]]],
+                                             Awaitable[None]] | None = None) -> PipelineReport:
+        """Extract notes from turns (grouped by user, session and project) and store them.
+
+        ``saved`` maps (user id, turn id) to notes already extracted for that
+        turn (reused, not extracted again); ``on_extracted`` receives the
+        notes of each newly extracted turn, keyed the same way, before they
+        are stored.
+        """
+        saved = saved or {}
         report = PipelineReport(turns=len(items), gated=len(items))
         groups: dict[tuple[str, str | None, str | None], list[tuple[Turn, Sequence[str]]]] = {}
         for turn, context in items:
@@ -353,7 +389,17 @@ class Pipeline:
                 groups.setdefault((clean.user_id, clean.session_id, clean.project), []).append((clean, context))
         for group in groups.values():
             turns = [t for t, _ in group]
-            notes = await self.extractor.extract(turns, context=tuple(group[0][1]))
+            fresh = [(t, c) for t, c in group if (t.user_id, t.id) not in saved]
+            notes: list[ExtractedNote] = []
+            if fresh:
+                new = await self.extractor.extract([t for t, _ in fresh], context=tuple(fresh[0][1]))
+                if on_extracted is not None:
+                    await on_extracted(_notes_by_turn([t for t, _ in fresh], new))
+                notes += new
+            for t in turns:  # journaled notes of earlier attempts (a note of several turns once)
+                for n in saved.get((t.user_id, t.id), ()):
+                    if n not in notes:
+                        notes.append(n)
             report.extracted += len(notes)
             for note in notes:
                 await self.store_note(note, turns, report)

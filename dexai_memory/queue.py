@@ -31,10 +31,13 @@ Exactly once
       (UPDATE / NOOP) is skipped when that memory's ``source_ids`` already
       contain all of the note's turns: the turn was counted already.
 
-    With a deterministic extractor (the offline one) this is exactly once.
-    With a model whose output changes between calls, a crash between storing
-    the notes and the ``done`` commit can store a rephrased note a second
-    time (the supersession step usually catches it as a near-duplicate).
+    * the notes extracted for a job are journaled in its row
+      (:meth:`ExtractionQueue.save_notes`, column ``notes``) before any is
+      stored, and a retry reuses them instead of extracting again, so a
+      model that words a note differently on a second call (Haiku) cannot
+      store it twice.
+
+    Together: exactly once, with the offline extractor and with Haiku.
 
 Memory bound and overflow
     At most ``max_queue_size`` jobs are held in memory. Beyond it the
@@ -74,8 +77,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import QueueError
-from .models import Turn
+from .errors import DexaiMemoryError, QueueError
+from .models import ExtractedNote, Turn
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -83,7 +86,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 QUEUE_FILENAME = "queue.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY,
@@ -96,6 +99,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     last_error TEXT,
     enqueued_at REAL NOT NULL,
     updated_at REAL NOT NULL,
+    notes TEXT,
     UNIQUE (user_id, turn_id)
 );
 CREATE INDEX IF NOT EXISTS ix_jobs_status ON jobs (status, not_before, id);
@@ -123,8 +127,11 @@ def connect(path: str | Path, *, timeout: float = 5.0) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:
+            # version 1 files (no notes journal) get the column; new files get the whole schema
+            upgrade = "ALTER TABLE jobs ADD COLUMN notes TEXT;" if version == 1 else ""
+            conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}{upgrade}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
     except sqlite3.Error as exc:
         raise QueueError(f"cannot open the extraction queue {path}: {exc}") from exc
     return conn
@@ -167,6 +174,9 @@ class Job:
     turn: Turn
     context: tuple[str, ...] = ()
     attempts: int = 0
+    #: The notes extracted from this turn by an earlier attempt that did not finish (see
+    #: :meth:`ExtractionQueue.save_notes`), or None if it was never extracted.
+    notes: tuple[ExtractedNote, ...] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -215,8 +225,14 @@ class QueueStats:
 
 def _row_to_job(row: Sequence[Any]) -> Job:
     data = json.loads(row[1])
+    notes = None
+    if row[3] is not None:
+        try:
+            notes = tuple(ExtractedNote.from_dict(n) for n in json.loads(row[3]))
+        except (ValueError, KeyError, TypeError, DexaiMemoryError) as exc:  # extract again rather than lose the turn
+            logger.warning("job %s: unreadable notes journal (%s); extracting again", row[0], exc)
     return Job(id=int(row[0]), turn=Turn.from_dict(data["turn"]), context=tuple(data.get("context") or ()),
-               attempts=int(row[2]))
+               attempts=int(row[2]), notes=notes)
 
 
 class ExtractionQueue:
@@ -432,7 +448,7 @@ class ExtractionQueue:
             return 0
         now = time.time()
         rows = await self._w(lambda c: c.execute(
-            "SELECT id, payload, attempts FROM jobs WHERE status = 'pending' AND not_before <= ? "
+            "SELECT id, payload, attempts, notes FROM jobs WHERE status = 'pending' AND not_before <= ? "
             "ORDER BY id LIMIT ?", (now, room + len(self._known))).fetchall())
         added = 0
         for row in rows:
@@ -519,6 +535,24 @@ class ExtractionQueue:
         self._batch_ms.append(elapsed)
         del self._batch_ms[:-100]
         self._stats.mean_batch_ms = round(sum(self._batch_ms) / len(self._batch_ms), 3)
+
+    async def save_notes(self, notes: Mapping[int, Sequence[ExtractedNote]]) -> None:
+        """Journal the notes extracted for jobs (job id -> notes) before they are stored.
+
+        If the process dies before the jobs are ``done``, the retry reuses
+        these notes instead of extracting again: a model that words a note
+        differently on the second call cannot store it twice.
+        """
+        if not notes:
+            return
+        rows = [(json.dumps([n.to_dict() for n in ns]), time.time(), job_id) for job_id, ns in notes.items()]
+
+        def save(c: sqlite3.Connection) -> None:
+            c.execute("BEGIN IMMEDIATE")
+            c.executemany("UPDATE jobs SET notes = ?, updated_at = ? WHERE id = ?", rows)
+            c.execute("COMMIT")
+
+        await self._w(save)
 
     async def _done(self, jobs: Sequence[Job]) -> None:
         ids = [j.id for j in jobs]

@@ -4,17 +4,19 @@
 then processes the queue into a native store at HOME/memory.db. MODE ``slow``
 prints ``STORED <turn ids>`` after each memory written and sleeps, so the test
 can SIGKILL it between a batch's first writes and its ``done`` commit;
-``fast`` drains the queue and prints ``DONE``.
+``fast`` drains the queue and prints ``DONE``; ``fast-reworded`` too, with an
+extractor that words every note differently (as a model may on a retry).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from dexai_memory.config import load_settings
-from dexai_memory.models import Memory, MemoryType, Turn
+from dexai_memory.models import ExtractedNote, Memory, MemoryType, Turn
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.queue import ExtractionQueue
@@ -36,6 +38,14 @@ class ReportingProvider(NativeProvider):
         return stored
 
 
+class RewordingExtractor(EchoExtractor):
+    """Words every note differently from :class:`EchoExtractor` (as a model may on a second call)."""
+
+    async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
+        self.calls.append(([t.id for t in turns], tuple(context)))
+        return [ExtractedNote(content=f"Entry {t.id.lower()} logged", source_ids=(t.id,)) for t in turns]
+
+
 def fact(i: int) -> str:
     return f"Fact w{i}x concerns w{i}y and w{i}z"
 
@@ -46,8 +56,10 @@ async def main(home: Path, mode: str, n: int) -> None:
     for i in range(n):
         queue.enqueue(Turn(id=f"T{i}", user_id="u", content=fact(i), session_id="s"))
     slow = mode == "slow"
+    extractor = RewordingExtractor() if mode == "fast-reworded" else EchoExtractor(delay=0.05 if slow else 0.0)
     async with ReportingProvider(home / "memory.db", 0.15 if slow else 0.0) as provider:
-        pipeline = Pipeline(provider, settings, extractor=EchoExtractor(delay=0.05 if slow else 0.0))
+        pipeline = Pipeline(provider, settings, extractor=extractor)
+        pipeline.journal = queue.save_notes
         await queue.drain(pipeline.handle)
     print("DONE", pipeline.totals.to_dict(), flush=True)
     queue.close()

@@ -228,7 +228,10 @@ def _worker(home: Path, mode: str) -> subprocess.Popen[str]:
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def test_sigkill_mid_batch_loses_nothing_and_does_nothing_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("replay", ["fast", "fast-reworded"])
+def test_sigkill_mid_batch_loses_nothing_and_does_nothing_twice(tmp_path: Path, replay: str) -> None:
+    """``fast-reworded``: the restarted worker's extractor words notes differently (a model's second
+    call); the notes journaled before the kill are reused, so nothing is stored twice."""
     home = tmp_path / "h"
     proc = _worker(home, "slow")
     stored = 0
@@ -248,7 +251,7 @@ def test_sigkill_mid_batch_loses_nothing_and_does_nothing_twice(tmp_path: Path) 
     assert proc.returncode == -signal.SIGKILL
     assert stored == 7
 
-    again = _worker(home, "fast")
+    again = _worker(home, replay)
     out, err = again.communicate(timeout=60)
     assert again.returncode == 0, err
     assert "DONE" in out
@@ -268,7 +271,54 @@ def test_sigkill_mid_batch_loses_nothing_and_does_nothing_twice(tmp_path: Path) 
             by_source[s] = by_source.get(s, 0) + 1
     assert by_source == {f"T{i}": 1 for i in range(N_TURNS)}  # every turn stored, each exactly once
     assert all(m.mention_count == 1 for m in memories)
+    reworded = sorted(m.source_ids[0] for m in memories if m.content.startswith("Entry "))
+    if replay == "fast-reworded":  # batch 2 came from its journal; batch 3 was extracted by the new wording
+        assert reworded == sorted(f"T{i}" for i in range(10, N_TURNS))
+    else:
+        assert reworded == []
     q = ExtractionQueue(home / "queue.db").open()
     s = q.stats()
     assert (s.pending, s.done, s.dead) == (0, N_TURNS, 0)
+    q.close()
+
+
+# --------------------------------------------------------------------------- notes journal
+def test_version_1_queue_file_gains_the_notes_journal(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "queue.db"
+    old = sqlite3.connect(path)
+    old.executescript("""
+        CREATE TABLE jobs (id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, turn_id TEXT NOT NULL,
+            payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
+            not_before REAL NOT NULL DEFAULT 0, last_error TEXT, enqueued_at REAL NOT NULL,
+            updated_at REAL NOT NULL, UNIQUE (user_id, turn_id));
+        PRAGMA user_version = 1;""")
+    old.close()
+    assert enqueue_turn(path, {"id": "t1", "user_id": "u", "content": "I live in Oslo"}) is True
+    conn = sqlite3.connect(path)
+    assert "notes" in {r[1] for r in conn.execute("PRAGMA table_info(jobs)")}
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    conn.close()
+
+
+async def test_journaled_notes_come_back_with_the_job(tmp_path: Path) -> None:
+    from dexai_memory.models import Commitment, ExtractedNote, MemoryType, utcnow
+
+    note = ExtractedNote("Sam will call Ana on Friday", type=MemoryType.COMMITMENT, importance=7, confidence=0.9,
+                         source_ids=("t1",), event_date="2026-11-27", entities=("Sam", "Ana"), category="decision",
+                         commitment=Commitment("call Ana", who="Ana", due_at=utcnow(), due_text="Friday"))
+    assert ExtractedNote.from_dict(note.to_dict()) == note
+    q = ExtractionQueue(tmp_path / "queue.db").open()
+    q.enqueue(Turn(id="t1", user_id="u", content="I'll call Ana on Friday"))
+    seen: list[Job] = []
+
+    async def fail_after_journal(jobs: Sequence[Job]) -> None:
+        seen.extend(jobs)
+        await q.save_notes({jobs[0].id: [note]})
+        raise RuntimeError("crash before storing")
+
+    q.max_retries, q.retry_backoff = 1, 0.0
+    await q.drain(fail_after_journal)
+    assert [j.notes for j in seen] == [None, (note,)]  # the retry sees what the first attempt extracted
     q.close()

@@ -174,6 +174,7 @@ class NativeProvider(MemoryProvider):
         self._db: aiosqlite.Connection | None = None
         self._vec_ready = False
         self._defer_depth = 0
+        self._write_lock = asyncio.Lock()
         self.backup_path: Path | None = None
 
     @classmethod
@@ -280,8 +281,8 @@ class NativeProvider(MemoryProvider):
         return row[0] if row else None
 
     async def _set_meta(self, key: str, value: str) -> None:
-        await self.db.execute("INSERT INTO store_meta (key, value) VALUES (?, ?) "
-                              "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+        await self._write("INSERT INTO store_meta (key, value) VALUES (?, ?) "
+                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     async def _ensure_vec(self) -> None:
         self._vec_ready = False
@@ -291,7 +292,7 @@ class NativeProvider(MemoryProvider):
         model = await self._meta("embedding_model")
         dim = await self._meta("embedding_dim")
         if model is None:
-            await self.db.execute(
+            await self._write(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS memories_vec USING vec0("
                 f"user_id text partition key, embedding float[{self.embedder.dim}] distance_metric=cosine)"
             )
@@ -313,26 +314,50 @@ class NativeProvider(MemoryProvider):
         if self.embedder is None:
             raise StorageError("embedding.backend is 'none': there is nothing to embed with")
         bulk = self._bulk_embedder(embedder)
-        await self.db.execute("DROP TABLE IF EXISTS memories_vec")
+        await self._write("DROP TABLE IF EXISTS memories_vec")
         if self._index is not None:
             self._index.clear()
-        await self.db.execute("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
+        await self._write("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
         await self._ensure_vec()
         async with self.db.execute("SELECT rowid, user_id, content FROM memories WHERE deleted = 0") as cur:
             rows = builtins.list(await cur.fetchall())
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
             vectors = await bulk.aembed_batch([r[2] for r in chunk])
-            await self.db.execute("BEGIN")
-            await self.db.executemany(
-                "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
-                [(r[0], r[1], v.astype(np.float32).tobytes()) for r, v in zip(chunk, vectors, strict=True)],
-            )
-            await self.db.execute("COMMIT")
+            async with self._transaction() as db:
+                await db.executemany(
+                    "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
+                    [(r[0], r[1], v.astype(np.float32).tobytes()) for r, v in zip(chunk, vectors, strict=True)],
+                )
             if progress:
                 progress(len(chunk))
-        await self.db.execute("DELETE FROM vectors_pending")
+        await self._write("DELETE FROM vectors_pending")
         return len(rows)
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` on the provider's connection, rolled back on any error.
+
+        Every write of the provider goes through :attr:`_write_lock`: tasks
+        sharing this provider (the daemon's worker, its scheduled jobs, hook
+        requests) share one connection, and a statement sent while another
+        task's transaction is open would become part of it.
+        """
+        async with self._write_lock:
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                if self.db.in_transaction:  # a COMMIT interrupted by cancellation may have ended it
+                    with contextlib.suppress(Exception):
+                        await self.db.execute("ROLLBACK")
+                raise
+            await self.db.execute("COMMIT")
+
+    async def _write(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """One write statement (atomic on its own), outside any other task's transaction."""
+        async with self._write_lock:
+            await self.db.execute(sql, params)
 
     @contextlib.asynccontextmanager
     async def deferred_vectors(self) -> AsyncIterator[None]:
@@ -385,19 +410,14 @@ class NativeProvider(MemoryProvider):
             vectors = await bulk.aembed_batch([r[2] for r in chunk])
             rowids = [r[0] for r in chunk]
             marks = ",".join("?" * len(rowids))
-            await self.db.execute("BEGIN IMMEDIATE")
-            try:
+            async with self._transaction() as db:
                 # a row may have got its vector meanwhile (content edited): replace it
-                await self.db.execute(f"DELETE FROM memories_vec WHERE rowid IN ({marks})", rowids)
-                await self.db.executemany(
+                await db.execute(f"DELETE FROM memories_vec WHERE rowid IN ({marks})", rowids)
+                await db.executemany(
                     "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
                     [(r[0], r[1], v.astype(np.float32).tobytes()) for r, v in zip(chunk, vectors, strict=True)],
                 )
-                await self.db.execute(f"DELETE FROM vectors_pending WHERE rowid IN ({marks})", rowids)
-                await self.db.execute("COMMIT")
-            except BaseException:
-                await self.db.execute("ROLLBACK")
-                raise
+                await db.execute(f"DELETE FROM vectors_pending WHERE rowid IN ({marks})", rowids)
             if self._index is not None:
                 for user_id in {r[1] for r in chunk}:
                     picks = [j for j, r in enumerate(chunk) if r[1] == user_id]
@@ -406,55 +426,48 @@ class NativeProvider(MemoryProvider):
             if progress:
                 progress(len(chunk))
         if limit is None or len(rows) < limit:  # rows whose memory was hard-deleted
-            await self.db.execute("DELETE FROM vectors_pending WHERE rowid NOT IN (SELECT rowid FROM memories)")
+            await self._write("DELETE FROM vectors_pending WHERE rowid NOT IN (SELECT rowid FROM memories)")
         return done
 
     # ------------------------------------------------------------------ writes
     async def _insert(self, memories: Sequence[Memory], vectors: np.ndarray | None) -> None:
+        import sqlean
+
         placeholders = ", ".join("?" * len(_COLUMNS))
         sql = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
-        db = self.db
-        await db.execute("BEGIN IMMEDIATE")
+        # vectors[j] belongs to memories[embedded[j]] (see _embeds)
+        embedded = [i for i, m in enumerate(memories) if self._embeds(m)]
         try:
-            if len(memories) == 1:
-                cur = await db.execute(sql, _memory_params(memories[0]))
-                assert cur.lastrowid is not None  # an INSERT always sets it
-                rowids = [cur.lastrowid]
-            else:
-                await db.executemany(sql, [_memory_params(m) for m in memories])
-                ids = [m.id for m in memories]
-                rowid_of: dict[str, int] = {}
-                for start in range(0, len(ids), 500):
-                    part = ids[start:start + 500]
-                    async with db.execute(
-                        f"SELECT id, rowid FROM memories WHERE id IN ({','.join('?' * len(part))})", part
-                    ) as cur:
-                        rowid_of.update({r[0]: r[1] for r in await cur.fetchall()})
-                rowids = [rowid_of[i] for i in ids]
-            # vectors[j] belongs to memories[embedded[j]] (see _embeds)
-            embedded = [i for i, m in enumerate(memories) if self._embeds(m)]
-            if vectors is None and self._defer_depth and self._vec_ready and embedded:
-                await db.executemany("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)",
-                                     [(rowids[i],) for i in embedded])
-            if vectors is not None:
-                await db.executemany(
-                    "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
-                    [(rowids[i], memories[i].user_id, vec.astype(np.float32).tobytes())
-                     for i, vec in zip(embedded, vectors, strict=True)],
-                )
-            await db.execute("COMMIT")
-            if vectors is not None and self._index is not None:
-                for user_id in {m.user_id for m in memories}:
-                    picks = [j for j, i in enumerate(embedded) if memories[i].user_id == user_id]
-                    if picks:
-                        self._index.add(user_id, [rowids[embedded[j]] for j in picks], vectors[picks])
-        except BaseException as exc:
-            await db.execute("ROLLBACK")
-            import sqlean
-
-            if isinstance(exc, sqlean.IntegrityError):
-                raise InvalidMemory(f"a memory with that id already exists: {exc}") from exc
-            raise
+            async with self._transaction() as db:
+                if len(memories) == 1:
+                    cur = await db.execute(sql, _memory_params(memories[0]))
+                    assert cur.lastrowid is not None  # an INSERT always sets it
+                    rowids = [cur.lastrowid]
+                else:
+                    await db.executemany(sql, [_memory_params(m) for m in memories])
+                    ids = [m.id for m in memories]
+                    rowid_of: dict[str, int] = {}
+                    for start in range(0, len(ids), 500):
+                        part = ids[start:start + 500]
+                        rowid_of.update({r[0]: r[1] for r in await db.execute_fetchall(
+                            f"SELECT id, rowid FROM memories WHERE id IN ({','.join('?' * len(part))})", part)})
+                    rowids = [rowid_of[i] for i in ids]
+                if vectors is None and self._defer_depth and self._vec_ready and embedded:
+                    await db.executemany("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)",
+                                         [(rowids[i],) for i in embedded])
+                if vectors is not None:
+                    await db.executemany(
+                        "INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
+                        [(rowids[i], memories[i].user_id, vec.astype(np.float32).tobytes())
+                         for i, vec in zip(embedded, vectors, strict=True)],
+                    )
+        except sqlean.IntegrityError as exc:
+            raise InvalidMemory(f"a memory with that id already exists: {exc}") from exc
+        if vectors is not None and self._index is not None:
+            for user_id in {m.user_id for m in memories}:
+                picks = [j for j, i in enumerate(embedded) if memories[i].user_id == user_id]
+                if picks:
+                    self._index.add(user_id, [rowids[embedded[j]] for j in picks], vectors[picks])
 
     async def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
         if self.embedder is None or not self._vec_ready or self._defer_depth:
@@ -495,30 +508,25 @@ class NativeProvider(MemoryProvider):
         sql = f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ? AND user_id = ?"
         if "content" not in changes or updated.content == current.content or not self._vec_ready:
             # one statement: atomic on its own, no explicit transaction (ingest merges thousands of notes)
-            await self.db.execute(sql, [params[c] for c in cols] + [memory_id, user_id])
+            await self._write(sql, [params[c] for c in cols] + [memory_id, user_id])
             return updated
-        await self.db.execute("BEGIN IMMEDIATE")
-        try:
+        vec = await self._embed([updated.content]) if self._embeds(updated) else None
+        async with self._transaction() as db:
             # the content changed and vectors are on: replace the vector in the same transaction
-            await self.db.execute(sql, [params[c] for c in cols] + [memory_id, user_id])
-            vec = await self._embed([updated.content]) if self._embeds(updated) else None
-            async with self.db.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)) as cur:
-                (rowid,) = await cur.fetchone() or (None,)
-            await self.db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
+            await db.execute(sql, [params[c] for c in cols] + [memory_id, user_id])
+            rows = builtins.list(await db.execute_fetchall("SELECT rowid FROM memories WHERE id = ?", (memory_id,)))
+            rowid = rows[0][0] if rows else None
+            await db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
             if vec is not None:
-                await self.db.execute("INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
-                                      (rowid, user_id, vec[0].astype(np.float32).tobytes()))
+                await db.execute("INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
+                                 (rowid, user_id, vec[0].astype(np.float32).tobytes()))
             elif self._defer_depth and self._embeds(updated):
-                await self.db.execute("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)", (rowid,))
-            if self._index is not None and rowid is not None:
-                if vec is not None:
-                    self._index.add(user_id, [rowid], vec[:1])
-                else:
-                    self._index.remove(user_id, rowid)
-            await self.db.execute("COMMIT")
-        except BaseException:
-            await self.db.execute("ROLLBACK")
-            raise
+                await db.execute("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)", (rowid,))
+        if self._index is not None and rowid is not None:
+            if vec is not None:
+                self._index.add(user_id, [rowid], vec[:1])
+            else:
+                self._index.remove(user_id, rowid)
         return updated
 
     async def delete(self, memory_id: str, *, user_id: str, hard: bool = False) -> bool:
@@ -531,32 +539,26 @@ class NativeProvider(MemoryProvider):
         if not hard:
             if deleted:
                 return False
-            await self.db.execute("UPDATE memories SET deleted = 1, updated_at = ? WHERE rowid = ?",
-                                  (ts(utcnow()), rowid))
+            await self._write("UPDATE memories SET deleted = 1, updated_at = ? WHERE rowid = ?",
+                              (ts(utcnow()), rowid))
             await self.record_event(MemoryEvent(memory_id, "FORGET", "soft delete by request", utcnow()),
                                     user_id=user_id)
             return True
-        await self.db.execute("BEGIN IMMEDIATE")
-        try:
-            await self.db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
-            await self.db.execute("DELETE FROM vectors_pending WHERE rowid = ?", (rowid,))
+        async with self._transaction() as db:
+            await db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+            await db.execute("DELETE FROM vectors_pending WHERE rowid = ?", (rowid,))
             if self._vec_ready:
-                await self.db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
-            await self.db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?",
-                                  (memory_id, user_id))
-            await self.db.execute("COMMIT")
-            if self._index is not None:
-                self._index.remove(user_id, rowid)
-        except BaseException:
-            await self.db.execute("ROLLBACK")
-            raise
+                await db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
+            await db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?", (memory_id, user_id))
+        if self._index is not None:
+            self._index.remove(user_id, rowid)
         return True
 
     async def restore(self, memory_id: str, *, user_id: str) -> Memory:
         """Undo a soft delete (``forget`` without ``--hard``)."""
         await self.get(memory_id, user_id=user_id, include_deleted=True)
-        await self.db.execute("UPDATE memories SET deleted = 0, updated_at = ? WHERE id = ? AND user_id = ?",
-                              (ts(utcnow()), memory_id, user_id))
+        await self._write("UPDATE memories SET deleted = 0, updated_at = ? WHERE id = ? AND user_id = ?",
+                          (ts(utcnow()), memory_id, user_id))
         await self.record_event(MemoryEvent(memory_id, "RESTORE", "restored by request", utcnow()), user_id=user_id)
         return await self.get(memory_id, user_id=user_id)
 
@@ -565,12 +567,13 @@ class NativeProvider(MemoryProvider):
 
     async def record_events(self, events: Sequence[MemoryEvent], *, user_id: str) -> None:
         """Append many events in one statement (ingest records one per new note)."""
-        await self.db.executemany(
-            "INSERT INTO memory_events (memory_id, user_id, action, reason, at, related_id, details) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(e.memory_id, user_id, e.action, e.reason, ts(e.at), e.related_id,
-              json.dumps(dict(e.details), default=str)) for e in events],
-        )
+        async with self._write_lock:
+            await self.db.executemany(
+                "INSERT INTO memory_events (memory_id, user_id, action, reason, at, related_id, details) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(e.memory_id, user_id, e.action, e.reason, ts(e.at), e.related_id,
+                  json.dumps(dict(e.details), default=str)) for e in events],
+            )
 
     async def events(self, memory_id: str, *, user_id: str) -> builtins.list[MemoryEvent]:
         async with self.db.execute(
@@ -584,7 +587,7 @@ class NativeProvider(MemoryProvider):
     async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
         if not memory_ids:
             return
-        await self.db.execute(
+        await self._write(
             f"UPDATE memories SET retrieval_count = retrieval_count + 1, last_accessed = ? "
             f"WHERE user_id = ? AND id IN ({','.join('?' * len(memory_ids))})",
             [ts(utcnow()), user_id, *memory_ids],
