@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -264,9 +265,10 @@ async def amain(args: Any) -> int:
         summary[f"auto_recall_p95_ms_{label}"] = r["auto_recall"]["p95_ms"]
         summary[f"recall_block_p95_ms_{label}"] = r["recall_block"]["p95_ms"]
     for key in ("runtime/user-prompt-submit", "plugin/user-prompt-submit", "dexai/user-prompt-submit",
-                "plugin+daemon/user-prompt-submit"):
+                "plugin+daemon/user-prompt-submit", "plugin/session-start", "plugin/pre-compact",
+                "plugin/post-tool-use", "plugin/stop", "plugin/session-end", "python -c pass (baseline)"):
         if key in results["hooks"]:
-            summary[f"{key.replace('/', '_').replace('+', '_').replace('-', '_')}_p95_ms"] = \
+            summary[f"{re.sub(r'[^a-z0-9]+', '_', key).strip('_')}_p95_ms"] = \
                 results["hooks"][key]["p95_ms"]
     path = write_result(NAME, quick=quick, params={"sizes": sizes, "hook_size": hook_size, "queries": len(queries),
                                                    "launchers": list(_launchers())},

@@ -373,8 +373,12 @@ def to_markdown(mems: list[Memory], user: str) -> str:
 @memory.command(name="import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--skip-existing", is_flag=True, help="Skip lines whose id is already stored (default: error).")
+@click.option("--vectors", type=click.Choice(["auto", "now", "later"]), default="auto", show_default=True,
+              help="now: embed before returning (on every core); later: store without vectors (keyword search "
+                   "finds them at once; the daemon or 'dexai memory reembed --missing' embeds them); auto: now "
+                   "for at most embedding.ingest_now_max_turns memories (1000), else later.")
 @common_options
-def import_(file: Path, skip_existing: bool, ctx: Context) -> None:
+def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None:
     """Import memories from JSONL: one memory per line, `content` plus any model fields.
 
     Lines without `user_id` get --user; ids are kept when given. Every line is
@@ -398,7 +402,10 @@ def import_(file: Path, skip_existing: bool, ctx: Context) -> None:
             except (json.JSONDecodeError, InvalidMemory, TypeError) as exc:
                 fail(f"{file}:{number}: {exc}")
 
-    async def go(p: MemoryProvider) -> tuple[int, int]:
+    async def go(p: MemoryProvider) -> tuple[int, int, str, int]:
+        from dexai_memory.cli.ingest import resolve_vectors
+        from dexai_memory.embeddings import bulk_embedder
+
         todo = memories
         if skip_existing:
             todo = []
@@ -407,12 +414,22 @@ def import_(file: Path, skip_existing: bool, ctx: Context) -> None:
                     await p.get(m.id, user_id=m.user_id, include_deleted=True)
                 except DexaiMemoryError:
                     todo.append(m)
-        with progress(len(todo), "importing", enabled=not ctx.json) as update:
-            await p.add_many(todo, progress=update)
-        return len(todo), len(memories) - len(todo)
+        mode = resolve_vectors(vectors, len(todo), ctx.settings.embedding.ingest_now_max_turns)
+        # store first (one transaction per 500), then embed in big batches on every core
+        async with p.deferred_vectors():
+            with progress(len(todo), "importing", enabled=not ctx.json) as update:
+                await p.add_many(todo, progress=update)
+        if mode == "now" and (waiting := await p.pending_vectors()):
+            with progress(waiting, "embedding", enabled=not ctx.json) as update:
+                await p.fill_vectors(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
+        return len(todo), len(memories) - len(todo), mode, await p.pending_vectors()
 
-    added, skipped = with_provider(ctx, go)
-    ctx.emit({"imported": added, "skipped": skipped}, f"Imported {added} memories" + (f", skipped {skipped}" if skipped else ""))
+    added, skipped, mode, pending = with_provider(ctx, go)
+    text = f"Imported {added} memories" + (f", skipped {skipped}" if skipped else "")
+    if pending:
+        text += (f"\n{pending} memories wait for their vectors (keyword search finds them now): a running "
+                 "'dexai daemon' embeds them in the background, or run 'dexai memory reembed --missing'")
+    ctx.emit({"imported": added, "skipped": skipped, "vectors": mode, "vectors_pending": pending}, text)
 
 
 # --------------------------------------------------------------------------- stats / doctor / reembed

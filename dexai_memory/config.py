@@ -93,9 +93,9 @@ class EmbeddingConfig:
     max_length: int = field(default=256, metadata=_check(8, 512))
     #: CPU threads for onnxruntime (0 = onnxruntime's choice).
     threads: int = field(default=1, metadata=_check(0, 64))
-    #: ``dexai memory ingest --vectors auto`` embeds during ingest for files of at most this many
-    #: turns; larger files are stored with vectors deferred (filled by the daemon or
-    #: ``dexai memory reembed --missing``), because the embedder is most of ingest's time.
+    #: ``dexai memory ingest`` / ``import --vectors auto`` embed before returning for files of at most
+    #: this many turns / memories; larger files are stored with vectors deferred (filled by the daemon
+    #: or ``dexai memory reembed --missing``), because the embedder is most of their time.
     ingest_now_max_turns: int = field(default=1000, metadata=_check(0, 10_000_000))
 
 

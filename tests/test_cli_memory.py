@@ -102,10 +102,10 @@ def test_export_json_markdown_and_reimport(tmp_path: Path) -> None:
     assert (tmp_path / "dump.jsonl.bak").exists()
     result = json.loads(ok("memory", "import", str(dump), "--user", "sam", "--home", str(tmp_path / "other"),
                            "--json").stdout)
-    assert result == {"imported": 2, "skipped": 0}
+    assert result == {"imported": 2, "skipped": 0, "vectors": "now", "vectors_pending": 0}
     again = json.loads(ok("memory", "import", str(dump), "--skip-existing", "--home", str(tmp_path / "other"),
                           "--json").stdout)
-    assert again == {"imported": 0, "skipped": 2}
+    assert again == {"imported": 0, "skipped": 2, "vectors": "now", "vectors_pending": 0}
     whole = json.loads(ok("memory", "export", "--user", "sam", "--home", str(tmp_path / "other")).stdout)
     assert {m["content"] for m in whole} == {"Sam prefers dark mode", "Sam adopted a cat named Miso"}
 

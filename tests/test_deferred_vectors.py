@@ -177,3 +177,18 @@ async def test_content_edit_inside_the_block_is_queued_too(provider: NativeProvi
     await provider.fill_vectors()
     vector_only(provider)
     assert (await provider.search("support group in May", user_id="u"))[0].memory.id == m.id
+
+
+def test_cli_import_later_then_now(tmp_path: Path, isolated_home: Path) -> None:
+    isolated_home.mkdir(parents=True)
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("".join(json.dumps({"content": t, "user_id": "c"}) + "\n" for t in TEXTS), encoding="utf-8")
+    runner = CliRunner()
+    later = json.loads(runner.invoke(cli, ["memory", "import", str(dump), "--vectors", "later", "--json"]).output)
+    assert later == {"imported": 4, "skipped": 0, "vectors": "later", "vectors_pending": 4}
+    found = json.loads(runner.invoke(cli, ["memory", "search", "dog named Max", "--user", "c", "--json"]).output)
+    assert found and "dog named Max" in json.dumps(found)  # keyword search before any vector exists
+    dump.write_text(json.dumps({"content": "Sam drives a red van", "user_id": "c"}) + "\n", encoding="utf-8")
+    now = json.loads(runner.invoke(cli, ["memory", "import", str(dump), "--json"]).output)
+    # a small file embeds at once; it also catches up the ones left waiting
+    assert now == {"imported": 1, "skipped": 0, "vectors": "now", "vectors_pending": 0}
