@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import click
 from dexai_memory.cli.common import Context, common_options, progress, run
 from dexai_memory.config import ensure_home
 from dexai_memory.pipeline import PipelineReport, read_turns_jsonl
+from dexai_memory.providers.base import MemoryProvider
 
 SUMMARY_KEYS = ("turns", "gated", "extracted", "added", "updated", "superseded", "noop")
 
@@ -37,6 +37,23 @@ def resolve_vectors(choice: str, turns: int, max_turns: int) -> str:
     return "now" if turns <= max_turns else "later"
 
 
+async def embed_waiting(provider: MemoryProvider, ctx: Context) -> float:
+    """Embed every memory waiting for a vector, on every core, with a progress bar; returns the seconds.
+
+    ``ingest`` and ``import`` store first (one transaction per batch, BM25 at
+    once) and call this for ``--vectors now``: large batches embed faster
+    than the per-chunk embedding of the warm path.
+    """
+    from dexai_memory.embeddings import bulk_embedder
+
+    start = time.perf_counter()
+    waiting = await provider.pending_vectors()
+    if waiting:
+        with progress(waiting, "embedding", enabled=not ctx.json) as update:
+            await provider.fill_vectors(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
+    return time.perf_counter() - start
+
+
 async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: str = "auto") -> IngestRun:
     """Read, then ingest ``path`` for ``ctx.user`` (see :class:`IngestRun`)."""
     from dexai_memory.extraction import make_classifier
@@ -44,27 +61,16 @@ async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: st
     from dexai_memory.providers import make_provider
 
     turns = read_turns_jsonl(path, user_id=ctx.user, session_id=session, project=ctx.project)
-    settings = ctx.settings
-    ensure_home(settings.home)
-    if settings.embedding.backend == "onnx-minilm":  # a one-shot bulk command: embed on every core
-        settings = dataclasses.replace(settings, embedding=dataclasses.replace(
-            settings.embedding, threads=max(1, os.cpu_count() or 1)))
-    mode = resolve_vectors(vectors, len(turns), settings.embedding.ingest_now_max_turns)
+    ensure_home(ctx.settings.home)
+    mode = resolve_vectors(vectors, len(turns), ctx.settings.embedding.ingest_now_max_turns)
     start = time.perf_counter()
-    async with make_provider(settings) as provider:
-        provider.classifier = make_classifier(settings)
-        pipeline = Pipeline(provider, settings)
-        # a big file: store everything first (BM25 finds it at once), then embed in large batches
-        deferred = mode == "later" or (vectors == "now" and len(turns) > settings.embedding.ingest_now_max_turns)
+    async with make_provider(ctx.settings) as provider:
+        provider.classifier = make_classifier(ctx.settings)
+        pipeline = Pipeline(provider, ctx.settings)
         with progress(len(turns), "ingest", enabled=not ctx.json) as update:
             report = await pipeline.ingest(turns, user_id=ctx.user, session_id=session, project=ctx.project,
-                                           progress=update, vectors="later" if deferred else "now")
-        vector_seconds = 0.0
-        if mode == "now" and deferred:
-            t0 = time.perf_counter()
-            with progress(await provider.pending_vectors(), "embedding", enabled=not ctx.json) as update:
-                await provider.fill_vectors(progress=update)
-            vector_seconds = time.perf_counter() - t0
+                                           progress=update, vectors="later")
+        vector_seconds = await embed_waiting(provider, ctx) if mode == "now" else 0.0
         pending = await provider.pending_vectors()
     return IngestRun(report, time.perf_counter() - start, mode, pending, vector_seconds)
 

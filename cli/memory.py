@@ -403,8 +403,7 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
                 fail(f"{file}:{number}: {exc}")
 
     async def go(p: MemoryProvider) -> tuple[int, int, str, int]:
-        from dexai_memory.cli.ingest import resolve_vectors
-        from dexai_memory.embeddings import bulk_embedder
+        from dexai_memory.cli.ingest import embed_waiting, resolve_vectors
 
         todo = memories
         if skip_existing:
@@ -419,9 +418,8 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
         async with p.deferred_vectors():
             with progress(len(todo), "importing", enabled=not ctx.json) as update:
                 await p.add_many(todo, progress=update)
-        if mode == "now" and (waiting := await p.pending_vectors()):
-            with progress(waiting, "embedding", enabled=not ctx.json) as update:
-                await p.fill_vectors(progress=update, embedder=bulk_embedder(ctx.settings.embedding))
+        if mode == "now":
+            await embed_waiting(p, ctx)
         return len(todo), len(memories) - len(todo), mode, await p.pending_vectors()
 
     added, skipped, mode, pending = with_provider(ctx, go)

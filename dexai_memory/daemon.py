@@ -400,11 +400,12 @@ class MemoryDaemon:
         done, limit, slice_ = 0, self.settings.daemon.vector_fill_batch, 64
         try:
             while done < limit:
+                want = min(slice_, limit - done)
                 # small slices, so the queue worker's writes never wait long for the lock
                 async with self.write_lock:
-                    n = await self.provider.fill_vectors(limit=min(slice_, limit - done), batch=slice_)
+                    n = await self.provider.fill_vectors(limit=want, batch=want)
                 done += n
-                if n < min(slice_, limit - done + n):
+                if n < want:  # nothing more waiting
                     break
         except DexaiMemoryError as exc:
             logger.error("vector fill failed: %s", exc)

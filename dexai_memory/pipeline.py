@@ -137,19 +137,6 @@ class WriteBehind:
     index: CandidateIndex | None = None
 
 
-_WORDS_CACHE: dict[str, frozenset[str]] = {}
-
-
-def _words(memory: Memory) -> frozenset[str]:
-    """:func:`content_words` of a memory's content, cached (ingest compares each note with every pending one)."""
-    words = _WORDS_CACHE.get(memory.content)
-    if words is None:
-        if len(_WORDS_CACHE) > 50_000:
-            _WORDS_CACHE.clear()
-        words = _WORDS_CACHE[memory.content] = frozenset(content_words(memory.content))
-    return words
-
-
 class CachedEmbedder(Embedder):
     """An LRU cache of vectors in front of another embedder (same dim and model id)."""
 
@@ -439,7 +426,7 @@ class Pipeline:
             existing = [r.memory for r in results if r.memory.id != memory.id]
         if pending and index is None:
             words = content_words(memory.content)
-            near = sorted(((jaccard(words, _words(m)), m) for m in pending if m.id != memory.id),
+            near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id != memory.id),
                           key=lambda x: -x[0])
             existing += [m for score, m in near[:top_k] if score > 0]
         decision = resolve(await self.provider.classify_update(memory.content, existing))
@@ -468,7 +455,9 @@ class Pipeline:
             logger.debug("note %s already stored (replayed turn): skipped", memory.id)
             return None
         index = batch.index if batch is not None else None
-        decision, target = await self.decide(memory, list(batch.pending.values()) if batch else (), index=index)
+        # with the word index the pending notes are in it already: no per-note copy of the buffer
+        pending = list(batch.pending.values()) if batch is not None and index is None else []
+        decision, target = await self.decide(memory, pending, index=index)
         if (target is not None and decision.action in (UpdateAction.NOOP, UpdateAction.UPDATE)
                 and set(memory.source_ids) <= set(target.source_ids)):
             report.skipped += 1
