@@ -1,9 +1,19 @@
-"""``dexai daemon``: run the memory daemon in the foreground.
+"""``dexai daemon``: the memory daemon, in the foreground or managed.
 
-For hosts whose hooks are separate processes (Claude Code command hooks): the
-hooks talk to it over ``<home>/daemon.sock`` and fall back to working
-without it when it is not running. SIGTERM or SIGINT stops it cleanly
-(socket closed, queue drained for a few seconds, the rest kept on disk).
+``dexai daemon`` (or ``dexai daemon run``) runs it in the foreground;
+``dexai daemon start | stop | status`` manage a detached one. The plugin's
+hooks start one themselves when none answers (``daemon.autostart``), so most
+users never run these: they are for checking on it, for stopping it, and for
+people who run it under systemd or launchd (set ``daemon.autostart: false``).
+
+One daemon per data directory: it holds ``<home>/daemon.lock`` while it runs
+and writes ``<home>/daemon.pid``; a second one exits at once (or, started with
+``--lock-wait``, waits for the first to go). The hooks talk to it over
+``<home>/daemon.sock``. SIGTERM or SIGINT stops it cleanly (socket closed,
+queue drained for a few seconds, the rest kept on disk). A daemon started by
+``dexai daemon start`` or by the hooks exits after ``daemon.idle_exit_minutes``
+without hook traffic and with an empty queue; its output goes to
+``<home>/daemon.log``.
 """
 
 from __future__ import annotations
@@ -12,52 +22,191 @@ import asyncio
 import logging
 import os
 import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, run
+from dexai_memory.cli.common import Context, common_options, fail, run
 from dexai_memory.config import ensure_home
 
+#: Seconds between idle checks of a daemon with an idle exit.
+IDLE_CHECK_SECONDS = 30.0
 
-async def serve(ctx: Context, *, schedule: bool, flush_timeout: float) -> None:
+
+async def _idle_watch(daemon: Any, minutes: float, stop: asyncio.Event) -> None:
+    """Set ``stop`` after ``minutes`` without socket traffic while the queue is empty."""
+    limit = minutes * 60.0
+    while not stop.is_set():
+        await asyncio.sleep(min(IDLE_CHECK_SECONDS, max(0.5, limit / 4)))
+        idle = time.monotonic() - daemon.ipc.last_request
+        if idle >= limit and daemon.queue.pending_count() == 0:
+            logging.getLogger("dexai_memory.daemon").info(
+                "no hook traffic for %.0f minutes and nothing queued: exiting", idle / 60)
+            stop.set()
+
+
+async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit_minutes: float,
+                lock_wait: float) -> None:
     from dexai_memory.daemon import MemoryDaemon
+    from dexai_memory.daemon_control import DaemonLock, read_pid
 
-    ensure_home(ctx.settings.home)
+    settings = ctx.settings
+    ensure_home(settings.home)
+    lock = DaemonLock(settings)
+    if not await asyncio.to_thread(lock.acquire, lock_wait):
+        message = f"a daemon is already running for {settings.home} (pid {read_pid(settings) or '?'})"
+        if lock_wait > 0:  # started by a hook or `daemon start`: another one won the race, fine
+            ctx.emit({"ready": False, "reason": message}, message)
+            return
+        fail(message)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    daemon = MemoryDaemon(ctx.settings, serve_socket=True, schedule=schedule)
-    await daemon.start()
+    daemon = MemoryDaemon(settings, serve_socket=True, schedule=schedule)
+
+    async def shutdown(req: dict[str, Any]) -> dict[str, Any]:
+        logging.getLogger("dexai_memory.daemon").info("shutdown requested (%s)", req.get("reason") or "?")
+        loop.call_soon(stop.set)
+        return {"stopping": True}
+
+    daemon.ipc.register("daemon.shutdown", shutdown)
     try:
         from dexai_memory.hook_ops import register_ipc_ops
 
         register_ipc_ops(daemon)  # hook.recall, hook.l1_block, ... for command hooks
-        ready = {"ready": True, "pid": os.getpid(), "socket": str(ctx.settings.socket_path),
-                 "home": str(ctx.settings.home), "ops": sorted(daemon.ipc.handlers),
-                 "scheduled": daemon.next_runs()}
+        await daemon.start()
+        watch = asyncio.ensure_future(_idle_watch(daemon, idle_exit_minutes, stop)) if idle_exit_minutes > 0 \
+            else None
+        ready = {"ready": True, "pid": os.getpid(), "socket": str(settings.socket_path),
+                 "home": str(settings.home), "ops": sorted(daemon.ipc.handlers),
+                 "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes}
         ctx.emit(ready, f"dexai daemon running (pid {ready['pid']}), socket {ready['socket']}; "
                         "Ctrl-C or SIGTERM to stop")
-        await stop.wait()
+        try:
+            await stop.wait()
+        finally:
+            if watch is not None:
+                watch.cancel()
     finally:
         await daemon.stop(flush_timeout=flush_timeout)
+        lock.release()
     ctx.emit({"stopped": True}, "dexai daemon stopped")
 
 
-@click.command()
-@click.option("--no-schedule", is_flag=True, help="Do not run consolidation/cleanup on the schedule.")
-@click.option("--flush-timeout", type=float, default=5.0, show_default=True,
-              help="Seconds to keep processing queued turns on shutdown (the rest stays queued).")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-              default="INFO", show_default=True)
-@common_options
-def daemon(no_schedule: bool, flush_timeout: float, log_level: str, ctx: Context) -> None:
-    """Run the memory daemon in the foreground (queue worker, schedule, socket).
+def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of a foreground run (``dexai daemon`` and ``dexai daemon run``)."""
+    options = [
+        click.option("--no-schedule", is_flag=True, help="Do not run consolidation/cleanup on the schedule."),
+        click.option("--flush-timeout", type=float, default=5.0, show_default=True,
+                     help="Seconds to keep processing queued turns on shutdown (the rest stays queued)."),
+        click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+                     default="INFO", show_default=True),
+        click.option("--idle-exit-minutes", type=float, default=0.0, show_default=True,
+                     help="Exit after this many minutes without hook traffic and with an empty queue (0 = never)."),
+        click.option("--lock-wait", type=float, default=0.0, show_default=True,
+                     help="Seconds to wait for another daemon of this data directory to exit; when it does "
+                          "not, exit 0 quietly (without it, a second daemon is an error)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
 
-    Command hooks reach it on <home>/daemon.sock; without it they still work
-    (turns are queued on disk, recall falls back to keyword search) and the
-    queued turns are processed when it next runs. Stop with SIGTERM or Ctrl-C.
-    """
+
+def _foreground(ctx: Context, no_schedule: bool, flush_timeout: float, log_level: str, idle_exit_minutes: float,
+                lock_wait: float) -> None:
     logging.basicConfig(level=getattr(logging, log_level.upper()),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run(serve(ctx, schedule=not no_schedule, flush_timeout=flush_timeout))
+                        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    run(serve(ctx, schedule=not no_schedule, flush_timeout=flush_timeout, idle_exit_minutes=idle_exit_minutes,
+              lock_wait=lock_wait))
+
+
+@click.group(invoke_without_command=True)
+@run_options
+@common_options
+@click.pass_context
+def daemon(click_ctx: click.Context, no_schedule: bool, flush_timeout: float, log_level: str,
+           idle_exit_minutes: float, lock_wait: float, ctx: Context) -> None:
+    """The memory daemon: queue worker, schedule, and the socket the hooks use.
+
+    \b
+    dexai daemon            run it in the foreground (Ctrl-C or SIGTERM to stop)
+    dexai daemon status     is one running? its pid, version, queue and log
+    dexai daemon start      start one detached (what the hooks do when none answers)
+    dexai daemon stop       stop the running one
+
+    Without a daemon the hooks still work (turns are queued on disk, recall
+    falls back to keyword search, PreCompact extracts inline) and start one
+    unless daemon.autostart is false.
+    """
+    if click_ctx.invoked_subcommand is None:
+        _foreground(ctx, no_schedule, flush_timeout, log_level, idle_exit_minutes, lock_wait)
+
+
+@daemon.command("run")
+@run_options
+@common_options
+def run_cmd(no_schedule: bool, flush_timeout: float, log_level: str, idle_exit_minutes: float, lock_wait: float,
+            ctx: Context) -> None:
+    """Run the daemon in the foreground (the same as plain `dexai daemon`)."""
+    _foreground(ctx, no_schedule, flush_timeout, log_level, idle_exit_minutes, lock_wait)
+
+
+@daemon.command()
+@click.option("--wait", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for it to answer on its socket.")
+@common_options
+def start(wait: float, ctx: Context) -> None:
+    """Start a detached daemon (it exits after daemon.idle_exit_minutes without hook traffic)."""
+    from dexai_memory.daemon_control import lock_held, log_path, spawn, status, wait_until_answering
+
+    settings = ctx.settings
+    ensure_home(settings.home)
+    if lock_held(settings):
+        st = status(settings)
+        ctx.emit({"started": False, **st.to_dict()}, f"a daemon is already running (pid {st.pid})")
+        return
+    pid = spawn(settings, reason="dexai daemon start")
+    if pid is None:
+        fail(f"could not start the daemon; see {log_path(settings)}")
+    if not wait_until_answering(settings, wait):
+        fail(f"the daemon (pid {pid}) did not answer within {wait:.0f}s; see {log_path(settings)}")
+    st = status(settings)
+    ctx.emit({"started": True, **st.to_dict()}, f"dexai daemon started (pid {st.pid}); log {st.log}")
+
+
+@daemon.command()
+@click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for it to exit.")
+@common_options
+def stop(timeout: float, ctx: Context) -> None:
+    """Stop the daemon of this data directory (queued turns stay on disk)."""
+    from dexai_memory.daemon_control import read_pid
+    from dexai_memory.daemon_control import stop as stop_daemon
+
+    pid = read_pid(ctx.settings)
+    if not stop_daemon(ctx.settings, timeout):
+        fail(f"the daemon (pid {pid or '?'}) did not stop within {timeout:.0f}s")
+    ctx.emit({"stopped": True, "pid": pid}, "dexai daemon stopped" if pid else "no daemon was running")
+
+
+@daemon.command()
+@common_options
+def status(ctx: Context) -> None:
+    """Whether a daemon runs for this data directory: pid, version, queue, idle exit, log."""
+    from dexai_memory.daemon_control import status as daemon_status
+
+    st = daemon_status(ctx.settings)
+    data = st.to_dict()
+    if not st.running:
+        text = (f"no daemon running for {ctx.settings.home}; hooks start one when needed"
+                if st.autostart else f"no daemon running for {ctx.settings.home} (daemon.autostart is off)")
+    else:
+        health = st.health or {}
+        queue = health.get("queue") or {}
+        text = (f"daemon running (pid {st.pid}, version {st.version or '?'}, {health.get('state', 'starting')}); "
+                f"queue: {queue.get('pending', '?')} pending, {queue.get('dead', 0)} dead; "
+                f"idle exit after {st.idle_exit_minutes:g} min; log {st.log}")
+    ctx.emit(data, text)

@@ -253,6 +253,9 @@ class HooksConfig:
     disabled_projects: tuple[str, ...] = ()
     #: Seconds a command hook waits for the daemon before falling back.
     daemon_timeout_seconds: float = field(default=0.08, metadata=_check(0.0, 60.0))
+    #: Seconds PreCompact / SessionEnd spend extracting queued turns in the hook process itself
+    #: when no daemon answers (offline extractor; what does not fit stays queued).
+    inline_flush_seconds: float = field(default=10.0, metadata=_check(0.0, 55.0))
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,12 @@ class DaemonConfig:
     vector_fill_interval_seconds: float = field(default=30.0, metadata=_check(0.1, 86_400.0))
     #: Most memories that job embeds per run (the rest wait for the next run).
     vector_fill_batch: int = field(default=512, metadata=_check(1, 1_000_000))
+    #: Hooks start the daemon (detached) when none answers; false when you run it yourself
+    #: (systemd, launchd) or want no background process (hooks then extract inline).
+    autostart: bool = True
+    #: Minutes without hook traffic (and with an empty queue) after which a daemon started by
+    #: the hooks or ``dexai daemon start`` exits; 0 = never.
+    idle_exit_minutes: float = field(default=30.0, metadata=_check(0.0, 10_080.0))
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
-from .errors import DaemonError, DexaiMemoryError
+from .errors import DaemonError, DexaiMemoryError, QueueError
 from .ipc import IpcServer
 from .models import Turn, utcnow
 from .pipeline import RECENT_TURNS, Pipeline
@@ -66,6 +66,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_FLUSH_TIMEOUT = 5.0
 #: Seconds a cancelled background task gets to clean up.
 CANCEL_TIMEOUT = 5.0
+#: Seconds the daemon waits at start for a hook that is extracting inline to release the queue.
+CLAIM_WAIT = 30.0
 
 
 class DaemonState(enum.Enum):
@@ -191,13 +193,26 @@ class MemoryDaemon:
         self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor)
         _ = self.pipeline.gate, self.pipeline.extractor  # build them now, not on the first turn
         self.pipeline.journal = self.queue.save_notes  # extracted notes survive a crash before storage
-        self.queue.claim()  # fails now if another daemon processes this queue
+        await self._claim_queue()
         self._spawn(self._supervise("queue-worker", self._run_worker))
         self._spawn(self._health_loop())
         if self.schedule:
             self._start_scheduler()
         if self.serve_socket:
             await self.ipc.start()
+
+    async def _claim_queue(self) -> None:
+        """Become the queue's consumer. A hook extracting inline holds it for a few seconds at
+        most, so wait up to :data:`CLAIM_WAIT` for it; another daemon holds it for good (raises)."""
+        deadline = time.monotonic() + CLAIM_WAIT
+        while True:
+            try:
+                self.queue.claim()
+                return
+            except QueueError:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
     async def stop(self, flush_timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
         """Stop accepting work, let the worker finish what is due (up to ``flush_timeout``

@@ -1,42 +1,26 @@
-"""The command-hook fast path: ``dexai hook <event>`` reads hook JSON on stdin
-and writes hook JSON on stdout.
+"""The command-hook front end: ``dexai hook <event>`` (or ``python -m
+dexai_memory.hook_runtime <event>``) reads the hook JSON on stdin and writes the
+answer on stdout. The events themselves are :mod:`dexai_memory.hook_events`
+(shared with the Agent SDK callbacks); this module is their command backend.
 
 Claude Code starts a new process for every hook event, so this module imports
 only the standard library and the stdlib-only parts of the package (config,
-models, tokens, block, recall, queue, gate, privacy): never anthropic,
-claude_agent_sdk, numpy, onnxruntime, spaCy, aiosqlite or sqlean.
+models, tokens, block, recall, queue, gate, privacy, hook_state, hook_events,
+daemon_control): never anthropic, claude_agent_sdk, numpy, onnxruntime,
+aiosqlite or sqlean on the fast path.
 
-What each event does
-====================
-``session-start``
-    ``source`` startup/resume/clear: inject the L1 block (profile, commitments
-    due soon, last session state). ``source`` compact: re-inject the L1 block
-    (plus memories relevant to the last prompt and the pre-compaction task
-    snapshot) as ``additionalContext`` - the primary post-compaction path - and
-    clear the compaction marker.
-``user-prompt-submit``
-    Marker still set (SessionStart(compact) did not run): re-inject the L1
-    block and clear it (the fallback). Otherwise auto-recall for the prompt.
-    The prompt is enqueued for extraction when it passes the gate.
-``pre-compact``
-    Back up the transcript to ``<home>/transcripts/`` (L3), ask the daemon to
-    flush the queue and store a task snapshot, write the compaction marker, and
-    print the custom compaction instructions as plain text (the CLI appends a
-    PreCompact hook's stdout to the compaction prompt).
-``post-compact``
-    Nothing to inject (the CLI ignores its output); logged.
-``post-tool-use``
-    Enqueue the tool result when it passes the gate (secrets redacted).
-``stop``
-    Enqueue the assistant's last message (gated), and tell the daemon a turn ended.
-``session-end``
-    Ask the daemon to flush and to schedule consolidation when enough new notes
-    accumulated (the daemon decides).
-
-Recall goes to the running daemon over its Unix socket (hybrid search, warm
-embedder) and falls back to BM25-only recall straight from the SQLite file
-(FTS5 table ``memories_fts``) when no daemon answers within
-``hooks.daemon_timeout_seconds``.
+The command backend (:class:`CommandBackend`)
+=============================================
+* Asks the running daemon over its Unix socket (hybrid search, warm embedder).
+* When no daemon answers, starts one detached
+  (:func:`~dexai_memory.daemon_control.ensure_daemon`; ``daemon.autostart``)
+  and goes on without it: recall falls back to BM25 straight from the SQLite
+  file (FTS5 table ``memories_fts``), turns are committed to ``queue.db``.
+* PreCompact with no daemon extracts the queued turns in this process
+  (:mod:`dexai_memory.inline_flush`, ``hooks.inline_flush_seconds``) before
+  the summary replaces the conversation; SessionEnd hands the queue to a daemon
+  it starts, or extracts inline when autostart is off.
+* A daemon of another package version is asked to stop and replaced.
 
 A hook never fails the agent: every error is logged to ``<home>/hooks.log``
 and the hook still prints valid output and exits 0.
@@ -56,243 +40,36 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import Settings
-from .models import Memory, MemoryType, SearchResult, Tier, utcnow
+from .hook_events import Block, HookBackend, HookContext, handle
+from .hook_state import (  # noqa: F401 - the hook state API, importable from here too
+    EVENTS,
+    MAX_TOOL_TEXT,
+    USER_ENV,
+    _safe,
+    _text_of,
+    backup_transcript,
+    clear_marker,
+    compaction_instructions,
+    load_session,
+    marker_path,
+    memory_disabled,
+    project_dir,
+    project_for,
+    project_key,
+    read_marker,
+    read_transcript,
+    recent_prompts,
+    recent_texts,
+    remember_injected,
+    save_session,
+    snapshot_memory,
+    snapshot_text,
+    user_id_for,
+    write_marker,
+)
+from .models import Memory, MemoryType, SearchResult, Tier
 
 logger = logging.getLogger("dexai_memory.hook_runtime")  # not __name__: "__main__" under -m
-
-#: Event names of ``dexai hook <event>`` and the Claude Code hook event they serve.
-EVENTS = {
-    "session-start": "SessionStart",
-    "user-prompt-submit": "UserPromptSubmit",
-    "pre-compact": "PreCompact",
-    "post-compact": "PostCompact",
-    "post-tool-use": "PostToolUse",
-    "stop": "Stop",
-    "session-end": "SessionEnd",
-}
-USER_ENV = "DEXAI_MEMORY_USER"
-PROJECT_ENV = "DEXAI_MEMORY_PROJECT"
-#: Longest transcript tail read for recent messages (bytes).
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
-#: Recent messages used for continuation and visibility checks.
-RECENT_MESSAGES = 6
-#: Longest tool result text enqueued (characters).
-MAX_TOOL_TEXT = 4000
-
-# --------------------------------------------------------------------------- identity
-
-
-def user_id_for(payload: dict[str, Any] | None = None) -> str:
-    """``$DEXAI_MEMORY_USER``, else the login name, else 'default' (like the CLI)."""
-    return os.environ.get(USER_ENV) or os.environ.get("USER") or "default"
-
-
-def project_for(payload: dict[str, Any]) -> str | None:
-    """Recall scope: ``$DEXAI_MEMORY_PROJECT`` if set, else None (all of the user's memories)."""
-    return os.environ.get(PROJECT_ENV) or None
-
-
-def project_dir(payload: dict[str, Any]) -> str:
-    return str(payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
-
-
-def memory_disabled(settings: Settings, payload: dict[str, Any]) -> str | None:
-    """Why memory is off for this hook call (None when it is on).
-
-    ``hooks.enabled: false``; the project directory (or its name) listed in
-    ``hooks.disabled_projects``; a subagent's hook (``agent_id`` in the input)
-    unless ``hooks.subagents: true``; ``$DEXAI_MEMORY_DISABLED`` set.
-    """
-    if not settings.hooks.enabled or os.environ.get("DEXAI_MEMORY_DISABLED"):
-        return "disabled"
-    cwd = project_dir(payload)
-    names = {cwd, os.path.basename(cwd.rstrip("/")), os.environ.get("CLAUDE_PROJECT_DIR", "")}
-    for entry in settings.hooks.disabled_projects:
-        entry_path = os.path.expanduser(entry).rstrip("/")
-        if entry in names or entry_path in names or (entry_path.startswith("/") and cwd.startswith(entry_path + "/")):
-            return "project disabled"
-    if (payload.get("agent_id") or payload.get("agent_type")) and not settings.hooks.subagents:
-        return "subagent"
-    return None
-
-
-# --------------------------------------------------------------------------- state files
-
-
-def state_dir(settings: Settings) -> Path:
-    path = settings.home / "hooks"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
-
-
-def _safe(session_id: str | None) -> str:
-    sid = session_id or "default"
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sid)[:100]
-
-
-def marker_path(settings: Settings, session_id: str | None) -> Path:
-    """The compaction marker of a session: ``<home>/hooks/compact-<session>.json``."""
-    return state_dir(settings) / f"compact-{_safe(session_id)}.json"
-
-
-def write_marker(settings: Settings, session_id: str | None, data: dict[str, Any]) -> Path:
-    """Write the compaction marker atomically (trigger, time, snapshot, last prompt)."""
-    path = marker_path(settings, session_id)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-def read_marker(settings: Settings, session_id: str | None) -> dict[str, Any] | None:
-    """The marker's data, or None when no compaction is pending re-injection."""
-    path = marker_path(settings, session_id)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def clear_marker(settings: Settings, session_id: str | None) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        marker_path(settings, session_id).unlink()
-
-
-def _session_file(settings: Settings, session_id: str | None) -> Path:
-    return state_dir(settings) / f"session-{_safe(session_id)}.json"
-
-
-def load_session(settings: Settings, session_id: str | None) -> dict[str, Any]:
-    """Per-session hook state: ``injected`` memory ids, ``last_prompt``."""
-    try:
-        data = json.loads(_session_file(settings, session_id).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def save_session(settings: Settings, session_id: str | None, data: dict[str, Any]) -> None:
-    path = _session_file(settings, session_id)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[str], *,
-                      reset: bool = False, prompt: str | None = None, prompt_id: str | None = None) -> None:
-    """Record injected memory ids (``reset`` after compaction: the old injections are gone)
-    and the last prompt of the session."""
-    state = load_session(settings, session_id)
-    if reset:
-        state["injected"] = []
-    injected = list(dict.fromkeys([*(state.get("injected") or []), *ids]))[-500:]
-    state["injected"] = injected
-    if prompt is not None:
-        state["last_prompt"] = prompt[:4000]
-        state["prompt_id"] = prompt_id
-    save_session(settings, session_id, state)
-
-
-# --------------------------------------------------------------------------- transcript
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "\n".join(parts)
-    return ""
-
-
-def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[tuple[str, str]]:
-    """``(role, text)`` of the user/assistant messages at the end of a transcript JSONL."""
-    if not path:
-        return []
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read()
-    except OSError:
-        return []
-    lines = data.split(b"\n")
-    if len(data) >= max_bytes:
-        lines = lines[1:]  # the first line is probably cut
-    out: list[tuple[str, str]] = []
-    for raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant") or entry.get("isMeta"):
-            continue
-        message = entry.get("message") or {}
-        text = _text_of(message.get("content")).strip()
-        if text and not text.startswith("<command-") and not text.startswith("<local-command"):
-            out.append((str(message.get("role") or entry["type"]), text))
-    return out
-
-
-def recent_texts(payload: dict[str, Any], n: int = RECENT_MESSAGES) -> list[str]:
-    return [t for _, t in read_transcript(payload.get("transcript_path"))][-n:]
-
-
-def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | None:
-    """Copy the transcript to ``<home>/transcripts/<session>-<time>-<trigger>.jsonl`` (L3)."""
-    src = payload.get("transcript_path")
-    if not src or not os.path.isfile(src):
-        return None
-    dest_dir = settings.home / "transcripts"
-    dest_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    stamp = utcnow().strftime("%Y%m%dT%H%M%S%f")
-    dest = dest_dir / f"{_safe(payload.get('session_id'))}-{stamp}-{payload.get('trigger') or 'manual'}.jsonl"
-    import shutil  # only PreCompact copies files
-
-    shutil.copy2(src, dest)
-    return dest
-
-
-def snapshot_text(messages: Sequence[tuple[str, str]]) -> str | None:
-    """A short working-state snapshot from the transcript: the current task and last action."""
-    last_user = next((t for r, t in reversed(messages) if r == "user"), None)
-    last_assistant = next((t for r, t in reversed(messages) if r == "assistant"), None)
-    if not last_user and not last_assistant:
-        return None
-    parts = []
-    if last_user:
-        parts.append(f"Current task: {' '.join(last_user.split())[:400]}")
-    if last_assistant:
-        parts.append(f"Last action: {' '.join(last_assistant.split())[:300]}")
-    return " | ".join(parts)
-
-
-def recent_prompts(messages: Sequence[tuple[str, str]], n: int = 3) -> list[str]:
-    """The last ``n`` user prompts of the transcript, oldest first (each cut to 1,000 characters)."""
-    prompts = [" ".join(t.split())[:1000] for r, t in messages if r == "user" and t.strip()]
-    return prompts[-n:]
-
-
-def snapshot_memory(text: str, user_id: str, session_id: str | None) -> Memory:
-    return Memory(id=f"snapshot_{_safe(session_id)}", content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
-                  session_id=session_id, importance=6)
-
-
-def compaction_instructions(settings: Settings) -> str:
-    """Plain-text instructions a PreCompact command hook prints for the compaction prompt."""
-    return (f"{settings.compaction.instructions} "
-            "Long-term facts, preferences and commitments are kept by dexai-memory and re-injected "
-            "after compaction, so the summary should focus on the current task and its state.")
-
 
 # --------------------------------------------------------------------------- daemon
 
@@ -516,209 +293,132 @@ def fallback_l1_block(settings: Settings, user_id: str, *, query: str | None, re
     return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=sum(budgets_of(cfg)) + FENCE_TOKENS)
 
 
+
 # --------------------------------------------------------------------------- enqueue
 
 
-def _turn_id(session_id: str | None, kind: str, text: str) -> str:
-    import hashlib  # not on UserPromptSubmit's path
-
-    digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
-    return f"{_safe(session_id)}:{kind}:{digest}"
-
-
-def enqueue(settings: Settings, payload: dict[str, Any], *, kind: str, role: str, text: str,
-            context: Sequence[str] = (), turn_id: str | None = None, user_id: str | None = None,
-            metadata: dict[str, Any] | None = None) -> bool:
-    """Gate ``text`` and, when it passes, commit it to ``<home>/queue.db`` (redacted). Returns
-    True when a job was queued."""
+def queue_turn(settings: Settings, turn: dict[str, Any], context: Sequence[str] = ()) -> bool:
+    """Redact ``turn``, gate it, and when it passes commit it to ``<home>/queue.db`` (the same
+    order as the daemon's :meth:`~dexai_memory.pipeline.Pipeline.admit`). True when queued."""
     from .gate import Gate
     from .privacy import redact
     from .queue import enqueue_turn, queue_path
 
-    if not text.strip():
+    content = redact(str(turn.get("content") or "")).strip()
+    if not content:
         return False
-    verdict = Gate(settings.extraction.gate_threshold).score(text, list(context))
+    context = [redact(c) for c in context[-3:]]
+    verdict = Gate(settings.extraction.gate_threshold).score(content, context)
     if not verdict.passed:
         return False
-    turn = {
-        "id": turn_id or _turn_id(payload.get("session_id"), kind, text),
-        "user_id": user_id or user_id_for(payload),
-        "content": redact(text),
-        "role": role,
-        "timestamp": utcnow().isoformat(),
-        "session_id": payload.get("session_id"),
-        "project": os.path.basename(project_dir(payload).rstrip("/")) or None,
-        "metadata": {"source": f"claude-code:{kind}", "gate_score": verdict.score, **(metadata or {})},
-    }
-    queued = enqueue_turn(queue_path(settings.home), turn, context=[redact(c) for c in context[-3:]])
-    if queued:
-        daemon_request(settings, {"op": "queue.notify"}, timeout=0.02)
-    return queued
+    metadata = {**(turn.get("metadata") or {}), "gate_score": verdict.score}
+    return enqueue_turn(queue_path(settings.home), {**turn, "content": content, "metadata": metadata},
+                        context=context)
 
 
-# --------------------------------------------------------------------------- events
+# --------------------------------------------------------------------------- the command backend
 
 
-def _context_output(event: str, text: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+class CommandBackend(HookBackend):
+    """The daemon over its socket when one answers; otherwise a daemon is started and the
+    work is done from the files (BM25 recall, the queue file, inline extraction)."""
 
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.daemon_seen = False
 
-def _l1(settings: Settings, payload: dict[str, Any], *, query: str | None, recent: Sequence[str],
-        snapshot: str | None, after_compaction: bool = False) -> tuple[str, list[str]]:
-    """The L1 block text and its memory ids: from the daemon (hybrid) or the file (BM25).
-    ``after_compaction``: the re-injection block, filled to the budget by priority."""
-    user_id = user_id_for(payload)
-    project = project_for(payload)
-    reply = daemon_request(settings, {"op": "hook.l1_block", "user_id": user_id, "project": project,
-                                      "query": query, "recent": list(recent), "snapshot": snapshot,
-                                      "session_id": payload.get("session_id"), "after_compaction": after_compaction})
-    if reply is not None and isinstance(reply.get("text"), str):
-        return reply["text"], [str(i) for i in reply.get("memory_ids") or []]
-    block = fallback_l1_block(settings, user_id, query=query, recent=recent, project=project, snapshot=snapshot,
-                              session_id=payload.get("session_id"), after_compaction=after_compaction)
-    return block.text, [m.id for m in block.memories]
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+        """The daemon's answer, or None (then a daemon is started when autostart is on)."""
+        from .daemon_control import ensure_daemon, replace_if_stale
 
+        reply = daemon_request(self.settings, request, timeout)
+        if reply is None:
+            ensure_daemon(self.settings, reason=f"no daemon answered {request.get('op')}")
+            return None
+        self.daemon_seen = True
+        if replace_if_stale(self.settings, reply):
+            return None
+        return reply
 
-def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
-    """The relevant section's query after compaction: the last user prompts kept in the
-    compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
-    from .reinjection import recall_query
+    def l1(self, *, user_id: str, query: str | None, recent: Sequence[str], project: str | None,
+           session_id: str | None, snapshot: str | None, after_compaction: bool) -> Block:
+        reply = self.ask({"op": "hook.l1_block", "user_id": user_id, "project": project, "query": query,
+                          "recent": list(recent), "snapshot": snapshot, "session_id": session_id,
+                          "after_compaction": after_compaction})
+        if reply is not None and isinstance(reply.get("text"), str):
+            return Block(reply["text"], tuple(str(i) for i in reply.get("memory_ids") or []))
+        block = fallback_l1_block(self.settings, user_id, query=query, recent=recent, project=project,
+                                  snapshot=snapshot, session_id=session_id, after_compaction=after_compaction)
+        return Block(block.text, tuple(m.id for m in block.memories))
 
-    prompts = [str(p) for p in marker.get("recent_prompts") or []] \
-        or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
-    if prompt:
-        prompts.append(prompt)
-    return recall_query(prompts, marker.get("snapshot")) or None
+    def recall(self, *, user_id: str, prompt: str, recent: Sequence[str], project: str | None,
+               exclude_ids: Sequence[str]) -> Block:
+        reply = self.ask({"op": "hook.recall", "user_id": user_id, "project": project, "prompt": prompt,
+                          "recent": list(recent), "exclude_ids": list(exclude_ids)})
+        if reply is not None and isinstance(reply.get("text"), str):
+            return Block(reply["text"], tuple(str(i) for i in reply.get("memory_ids") or []))
+        result = fallback_recall(self.settings, user_id, prompt, recent, project=project, exclude_ids=exclude_ids)
+        logger.debug("fallback recall: %s memories, skipped=%s, %.1f ms", len(result.memory_ids),
+                     result.skipped_reason, result.latency_ms)
+        return Block(result.text, tuple(result.memory_ids))
 
+    def submit(self, turn: dict[str, Any], context: Sequence[str]) -> bool:
+        queued = queue_turn(self.settings, turn, context)
+        if queued:
+            self.ask({"op": "queue.notify"}, timeout=0.02)
+        return queued
 
-def on_session_start(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
-    sid = payload.get("session_id")
-    source = payload.get("source") or "startup"
-    if source == "compact":
-        marker = read_marker(settings, sid) or {}
-        query = reinjection_query(marker, load_session(settings, sid))
-        text, ids = _l1(settings, payload, query=query, recent=[], snapshot=marker.get("snapshot"),
-                        after_compaction=True)
-        remember_injected(settings, sid, ids, reset=True)
-        clear_marker(settings, sid)
-        return _context_output("SessionStart", text)
-    text, ids = _l1(settings, payload, query=None, recent=[], snapshot=None)
-    if source == "resume" and set(ids) <= set(load_session(settings, sid).get("injected") or []):
-        return {}  # everything in it is still in the resumed conversation
-    remember_injected(settings, sid, ids, reset=source != "resume")
-    return _context_output("SessionStart", text)
+    def turn_end(self, *, user_id: str, session_id: str | None) -> None:
+        self.ask({"op": "hook.turn_end", "user_id": user_id, "session_id": session_id}, timeout=0.05)
 
+    def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None, trigger: str | None,
+                    transcript_backup: str | None, project: str | None) -> dict[str, Any]:
+        from .daemon_control import lock_held, wait_until_answering
 
-def on_user_prompt(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
-    sid = payload.get("session_id")
-    prompt = str(payload.get("prompt") or "")
-    recent = recent_texts(payload)
-    marker = read_marker(settings, sid)
-    if marker is not None:
-        text, ids = _l1(settings, payload, query=reinjection_query(marker, {}, prompt), recent=recent,
-                        snapshot=marker.get("snapshot"), after_compaction=True)
-        remember_injected(settings, sid, ids, reset=True, prompt=prompt, prompt_id=payload.get("prompt_id"))
-        clear_marker(settings, sid)
-        return _context_output("UserPromptSubmit", text)
-    state = load_session(settings, sid)
-    exclude = [str(i) for i in state.get("injected") or []]
-    user_id = user_id_for(payload)
-    project = project_for(payload)
-    reply = daemon_request(settings, {"op": "hook.recall", "user_id": user_id, "project": project,
-                                      "prompt": prompt, "recent": recent, "exclude_ids": exclude})
-    if reply is not None and isinstance(reply.get("text"), str):
-        text, ids = reply["text"], [str(i) for i in reply.get("memory_ids") or []]
-    else:
-        result = fallback_recall(settings, user_id, prompt, recent, project=project, exclude_ids=exclude)
-        text, ids = result.text, result.memory_ids
-        logger.debug("fallback recall: %s memories, skipped=%s, %.1f ms", len(ids), result.skipped_reason,
-                     result.latency_ms)
-    remember_injected(settings, sid, ids, prompt=prompt, prompt_id=payload.get("prompt_id"))
-    return _context_output("UserPromptSubmit", text)
+        request = {"user_id": user_id, "session_id": session_id, "snapshot": snapshot, "trigger": trigger,
+                   "transcript_backup": transcript_backup, "project": project}
+        budget = self.settings.hooks.inline_flush_seconds
+        wait = max(self.settings.hooks.daemon_timeout_seconds, budget)
+        reply = daemon_request(self.settings, {"op": "hook.pre_compact", **request}, wait)
+        if reply is not None:
+            return {"by": "daemon", **reply}
+        t0 = time.monotonic()
+        if not lock_held(self.settings):
+            from .inline_flush import pre_compact
 
+            out = pre_compact(self.settings, request, budget)
+            if not out.get("busy"):
+                self.ask({"op": "ping"}, timeout=0.02)  # start a daemon for what comes next
+                if out.get("pending"):
+                    logger.warning("pre-compact: %s turn(s) did not fit in %.0fs and stay queued",
+                                   out["pending"], budget)
+                return {"by": "hook", **out}
+        # a daemon is starting (it holds the lock or the queue): let it do the work
+        left = budget - (time.monotonic() - t0)
+        if left > 0.5 and wait_until_answering(self.settings, left):
+            reply = daemon_request(self.settings, {"op": "hook.pre_compact", **request},
+                                   max(0.5, budget - (time.monotonic() - t0)))
+            if reply is not None:
+                return {"by": "daemon", **reply}
+        logger.warning("pre-compact: neither a daemon nor this hook could extract the queued turns in %.0fs; "
+                       "they stay queued", budget)
+        return {"by": None, "flushed": False}
 
-def on_pre_compact(settings: Settings, payload: dict[str, Any]) -> str:
-    """Checkpoint before compaction; returns the plain-text instructions to print."""
-    sid = payload.get("session_id")
-    messages = read_transcript(payload.get("transcript_path"))
-    backup = None
-    try:
-        backup = backup_transcript(settings, payload)
-    except OSError:
-        logger.exception("transcript backup failed")
-    snapshot = snapshot_text(messages)
-    last_prompt = next((t for r, t in reversed(messages) if r == "user"), None) \
-        or load_session(settings, sid).get("last_prompt")
-    write_marker(settings, sid, {"trigger": payload.get("trigger"), "at": utcnow().isoformat(),
-                                 "snapshot": snapshot, "last_prompt": last_prompt,
-                                 "recent_prompts": recent_prompts(messages),
-                                 "transcript_backup": str(backup) if backup else None})
-    daemon_request(settings, {"op": "hook.pre_compact", "user_id": user_id_for(payload),
-                              "session_id": sid, "snapshot": snapshot, "trigger": payload.get("trigger"),
-                              "transcript_backup": str(backup) if backup else None,
-                              "project": os.path.basename(project_dir(payload).rstrip("/")) or None},
-                   timeout=max(settings.hooks.daemon_timeout_seconds, 10.0))
-    return compaction_instructions(settings)
+    def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
+        from .daemon_control import autostart_enabled, lock_held
 
+        reply = daemon_request(self.settings, {"op": "hook.session_end", "user_id": user_id,
+                                               "session_id": session_id}, 1.0)
+        if reply is not None:
+            return {"by": "daemon", **reply}
+        if autostart_enabled(self.settings):
+            self.ask({"op": "ping"}, timeout=0.02)  # the daemon it starts extracts the queue
+            return {"by": "daemon (started)"}
+        if lock_held(self.settings):
+            return {"by": "daemon (busy)"}
+        from .inline_flush import flush
 
-def on_post_tool_use(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
-    response = payload.get("tool_response")
-    text = response if isinstance(response, str) else _text_of(response) if isinstance(response, list) else ""
-    if not text and isinstance(response, dict):
-        text = str(response.get("stdout") or response.get("content") or response.get("result") or "")
-    if text:
-        tool = str(payload.get("tool_name") or "tool")
-        enqueue(settings, payload, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
-                text=text[:MAX_TOOL_TEXT], metadata={"tool": tool})
-    return {}
-
-
-def on_stop(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
-    """Enqueue the turn: the prompt (kept by UserPromptSubmit, off its hot path) and the reply."""
-    sid = payload.get("session_id")
-    state = load_session(settings, sid)
-    prompt = str(state.get("last_prompt") or "")
-    if prompt and state.get("queued_prompt") != prompt:
-        enqueue(settings, payload, kind="user", role="user", text=prompt,
-                turn_id=f"{_safe(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None)
-        state["queued_prompt"] = prompt
-        save_session(settings, sid, state)
-    message = str(payload.get("last_assistant_message") or "")
-    if message:
-        enqueue(settings, payload, kind="assistant", role="assistant", text=message,
-                context=[prompt] if prompt else [])
-    daemon_request(settings, {"op": "hook.turn_end", "user_id": user_id_for(payload), "session_id": sid},
-                   timeout=0.05)
-    return {}
-
-
-def on_session_end(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
-    daemon_request(settings, {"op": "hook.session_end", "user_id": user_id_for(payload),
-                              "session_id": payload.get("session_id")}, timeout=1.0)
-    return {}
-
-
-def handle(event: str, payload: dict[str, Any], settings: Settings) -> dict[str, Any] | str:
-    """Run one hook event. Returns the JSON object (or, for PreCompact, the plain text) to print."""
-    off = memory_disabled(settings, payload)
-    if off:
-        logger.debug("memory off for this hook (%s)", off)
-        return "" if event == "pre-compact" else {}
-    if event == "session-start":
-        return on_session_start(settings, payload)
-    if event == "user-prompt-submit":
-        return on_user_prompt(settings, payload)
-    if event == "pre-compact":
-        return on_pre_compact(settings, payload)
-    if event == "post-tool-use":
-        return on_post_tool_use(settings, payload)
-    if event == "stop":
-        return on_stop(settings, payload)
-    if event == "session-end":
-        return on_session_end(settings, payload)
-    return {}
+        return {"by": "hook", **flush(self.settings)}
 
 
 def _setup_logging(home: Path) -> None:
@@ -750,6 +450,13 @@ def fast_settings() -> Settings:
                          Settings(home=home))
 
 
+def command_context(settings: Settings) -> HookContext:
+    """The hook context of a command hook: the user and recall scope from the environment
+    (``$DEXAI_MEMORY_USER`` / ``$USER``, ``$DEXAI_MEMORY_PROJECT``), the command backend."""
+    return HookContext(settings=settings, backend=CommandBackend(settings), user_id=user_id_for(),
+                       project=project_for({}), source="claude-code")
+
+
 def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
     """Read the hook JSON from ``stdin``, handle ``event``, write the answer to ``stdout``.
 
@@ -768,7 +475,7 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
         if event not in EVENTS:
             logger.warning("unknown hook event %r", event)
         else:
-            answer = handle(event, payload, fast_settings())
+            answer = handle(event, payload, command_context(fast_settings()))
     except Exception:  # a hook never fails the agent: log and answer a no-op
         logger.exception("hook %s failed", event)
         if event == "pre-compact":

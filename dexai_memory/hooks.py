@@ -5,24 +5,18 @@
 
     options = ClaudeAgentOptions(hooks=memory_hooks(daemon, user_id="alice"))
 
-``memory_hooks`` takes a running ``MemoryDaemon`` (its provider, queue and
-flush are used), a started provider, or :class:`~dexai_memory.config.Settings`
-(a native provider is opened on first use and turns go to the durable queue
-file for a daemon to process).
+The callbacks run the same events as the plugin's command hooks
+(:mod:`dexai_memory.hook_events`: one implementation for both); only the
+backend differs. ``memory_hooks`` takes:
 
-=====================  =========================================================
-event                  what the callback does
-=====================  =========================================================
-UserPromptSubmit       compaction marker set: re-inject the L1 block, clear it
-                       (fallback); else auto-recall -> ``additionalContext``
-SessionStart(compact)  re-inject the L1 block as ``additionalContext`` (primary)
-PreCompact             back up the transcript (L3), flush the queue, store a
-                       task snapshot, write the compaction marker
-PostCompact            nothing to inject; logged
-PostToolUse            enqueue the tool result when it passes the gate
-Stop                   enqueue the turn (prompt + ``last_assistant_message``),
-                       then flush/schedule consolidation when enough notes
-=====================  =========================================================
+* a running ``MemoryDaemon``: recall and blocks from its provider, turns to
+  its queue (gated and redacted by it), PreCompact flushes its queue;
+* a started provider: recall and blocks from it; turns go to the durable queue
+  file and are extracted in process (offline extractor) in the background
+  after each turn (Stop does not wait for it) and at PreCompact;
+* :class:`~dexai_memory.config.Settings` (or nothing): exactly what the
+  plugin's command hooks do (the daemon over its socket, started when none
+  answers; keyword recall and inline extraction without it).
 
 Facts (claude-agent-sdk 0.2.18x): callbacks never fire for SessionStart at
 startup/resume nor for SessionEnd - use the plugin's command hooks (or
@@ -38,15 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
 
 from claude_agent_sdk import HookMatcher
 
-from . import hook_runtime as rt
 from .config import Settings, load_settings
-from .hook_ops import HookActions
+from .hook_events import Block, HookBackend, HookContext, handle
+from .hook_ops import HookActions, actions_for_daemon
+from .hook_state import user_id_for
 from .models import Turn
 from .providers.base import MemoryProvider
 
@@ -58,6 +52,91 @@ DEFAULT_TIMEOUT = 10.0
 PRECOMPACT_TIMEOUT = 45.0
 
 Callback = Any  # claude_agent_sdk.types.HookCallback (its input/output TypedDicts are unions)
+T = TypeVar("T")
+
+#: SDK hook event -> the shared event name (:data:`dexai_memory.hook_state.EVENTS`).
+SDK_EVENTS = {
+    "UserPromptSubmit": "user-prompt-submit",
+    "SessionStart": "session-start",
+    "PreCompact": "pre-compact",
+    "PostCompact": "post-compact",
+    "PostToolUse": "post-tool-use",
+    "Stop": "stop",
+}
+
+
+class InProcessBackend(HookBackend):
+    """The events' work on a running ``MemoryDaemon`` or a started provider in this process.
+
+    The events run in a worker thread (they are synchronous, shared with the
+    command hooks); each call here runs its coroutine on the caller's event loop.
+    """
+
+    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, *, daemon: Any = None,
+                 provider: MemoryProvider | None = None, timeout: float = PRECOMPACT_TIMEOUT):
+        self.settings = settings
+        self.loop = loop
+        self.daemon = daemon
+        self.timeout = timeout
+        if daemon is not None:
+            self.actions = actions_for_daemon(daemon)
+        else:
+            assert provider is not None
+            self.actions = HookActions(settings, provider, flush=self._drain)
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(self.timeout)
+
+    async def _drain(self) -> bool:
+        from .inline_flush import drain_queue
+
+        out = await drain_queue(self.settings, self.actions.provider, self.settings.hooks.inline_flush_seconds)
+        return bool(out.get("flushed"))
+
+    def l1(self, *, user_id: str, query: str | None, recent: Sequence[str], project: str | None,
+           session_id: str | None, snapshot: str | None, after_compaction: bool) -> Block:
+        block = self._call(self.actions.l1(user_id=user_id, query=query, recent=recent, project=project,
+                                           session_id=session_id, snapshot=snapshot,
+                                           after_compaction=after_compaction))
+        return Block(block.text, tuple(m.id for m in block.memories))
+
+    def recall(self, *, user_id: str, prompt: str, recent: Sequence[str], project: str | None,
+               exclude_ids: Sequence[str]) -> Block:
+        result = self._call(self.actions.recall(user_id=user_id, prompt=prompt, recent=recent, project=project,
+                                                exclude_ids=exclude_ids))
+        return Block(result.text, tuple(result.memory_ids))
+
+    def submit(self, turn: dict[str, Any], context: Sequence[str]) -> bool:
+        if self.daemon is not None and hasattr(self.daemon, "submit_turn"):
+            async def submit() -> bool:
+                # the daemon redacts and gates the turn itself (and keeps the recent turns for novelty)
+                result = self.daemon.submit_turn(Turn.from_dict(turn))
+                if isinstance(result, Awaitable):
+                    result = await result
+                return bool(getattr(result, "passed", result))
+
+            return self._call(submit())
+        from .hook_runtime import queue_turn
+
+        return queue_turn(self.settings, turn, context)
+
+    def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None, trigger: str | None,
+                    transcript_backup: str | None, project: str | None) -> dict[str, Any]:
+        return self._call(self.actions.pre_compact(user_id=user_id, session_id=session_id, snapshot=snapshot,
+                                                   trigger=trigger, transcript_backup=transcript_backup,
+                                                   project=project))
+
+    def turn_end(self, *, user_id: str, session_id: str | None) -> None:
+        # fire and forget, so the reply never waits: the daemon's end-of-turn bookkeeping
+        # (consolidation when due), or extraction of the queued turns on the provider
+        if self.daemon is not None:
+            asyncio.run_coroutine_threadsafe(self.actions.session_end(user_id=user_id, session_id=session_id),
+                                             self.loop)
+        else:
+            asyncio.run_coroutine_threadsafe(self._drain(), self.loop)
+
+    def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
+        return self._call(self.actions.session_end(user_id=user_id, session_id=session_id))
 
 
 class MemoryHooks:
@@ -67,7 +146,6 @@ class MemoryHooks:
                  timeout: float = DEFAULT_TIMEOUT, settings: Settings | None = None):
         self.daemon: Any = None
         self._provider: MemoryProvider | None = None
-        self._owned = False
         if isinstance(source, Settings):
             self.settings = source
         elif isinstance(source, MemoryProvider):
@@ -78,185 +156,57 @@ class MemoryHooks:
             self.settings = source.settings
         else:
             raise TypeError("memory_hooks() takes a MemoryDaemon, a MemoryProvider or Settings")
-        self.user_id = user_id or rt.user_id_for()
+        self.user_id = user_id or user_id_for()
         self.project = project
         self.timeout = timeout
-        self._lock = asyncio.Lock()
-        self._actions: HookActions | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self._context: HookContext | None = None
 
-    # ------------------------------------------------------------------ plumbing
-    async def actions(self) -> HookActions:
-        if self._actions is None:
-            async with self._lock:
-                if self._actions is None:
-                    if self.daemon is not None:
-                        from .hook_ops import actions_for_daemon
+    def context(self) -> HookContext:
+        """The hook context (built on first use, on the running event loop)."""
+        if self._context is None:
+            backend: HookBackend
+            if self.daemon is None and self._provider is None:
+                from .hook_runtime import CommandBackend
 
-                        self._actions = actions_for_daemon(self.daemon)
-                    else:
-                        if self._provider is None:
-                            from .providers.native import NativeProvider
-
-                            self._provider = NativeProvider.from_settings(self.settings)
-                            await self._provider.start()
-                            self._owned = True
-                        self._actions = HookActions(self.settings, self._provider)
-        return self._actions
+                backend = CommandBackend(self.settings)
+            else:
+                backend = InProcessBackend(self.settings, asyncio.get_running_loop(), daemon=self.daemon,
+                                           provider=self._provider)
+            self._context = HookContext(settings=self.settings, backend=backend, user_id=self.user_id,
+                                        project=self.project, source="agent-sdk")
+        return self._context
 
     async def aclose(self) -> None:
-        """Close the provider opened by these hooks (not a daemon's or a given one)."""
-        if self._owned and self._provider is not None:
-            await self._provider.aclose()
-            self._provider, self._actions, self._owned = None, None, False
+        """Nothing to close: kept for callers of earlier versions."""
 
-    def _payload(self, data: Any) -> dict[str, Any]:
-        return dict(data) if isinstance(data, Mapping) else {}
+    def _wrap(self, sdk_event: str, timeout: float) -> Callback:
+        event = SDK_EVENTS[sdk_event]
 
-    async def _submit(self, payload: dict[str, Any], *, kind: str, role: str, text: str,
-                      context: list[str] | None = None, turn_id: str | None = None,
-                      metadata: dict[str, Any] | None = None) -> None:
-        """Gate ``text`` and hand it to the daemon's queue (or the queue file)."""
-        if self.daemon is not None and hasattr(self.daemon, "submit_turn"):
-            # The daemon redacts and gates the turn itself (and keeps the recent turns for novelty).
-            turn = Turn(id=turn_id or rt._turn_id(payload.get("session_id"), kind, text), user_id=self.user_id,
-                        content=text, role=role, session_id=payload.get("session_id"),
-                        project=os.path.basename(rt.project_dir(payload).rstrip("/")) or None,
-                        metadata={"source": f"agent-sdk:{kind}", **(metadata or {})})
-            result = self.daemon.submit_turn(turn)
-            if asyncio.iscoroutine(result):
-                await result
-            return
-        await asyncio.to_thread(rt.enqueue, self.settings, payload, kind=kind, role=role, text=text,
-                                context=context or [], turn_id=turn_id, user_id=self.user_id, metadata=metadata)
-
-    def _wrap(self, event: str, fn: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
-              timeout: float) -> Callback:
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-            payload = self._payload(input_data)
-            off = rt.memory_disabled(self.settings, payload)
-            if off:
-                return {}
+            payload = dict(input_data) if isinstance(input_data, Mapping) else {}
             try:
-                return await asyncio.wait_for(fn(payload), timeout)
+                ctx = self.context()
+                answer = await asyncio.wait_for(asyncio.to_thread(handle, event, payload, ctx), timeout)
             except TimeoutError:
-                logger.warning("%s memory hook timed out after %ss; continuing without it", event, timeout)
+                logger.warning("%s memory hook timed out after %ss; continuing without it", sdk_event, timeout)
+                return {}
             except asyncio.CancelledError:
                 raise
             except Exception:  # a hook never fails the agent: log and answer a no-op
-                logger.exception("%s memory hook failed; continuing without it", event)
-            return {}
+                logger.exception("%s memory hook failed; continuing without it", sdk_event)
+                return {}
+            return answer if isinstance(answer, dict) else {}  # PreCompact's text is for command hooks
 
-        callback.__name__ = f"dexai_memory_{event}"
+        callback.__name__ = f"dexai_memory_{sdk_event}"
         return callback
 
-    # ------------------------------------------------------------------ events
-    async def user_prompt_submit(self, payload: dict[str, Any]) -> dict[str, Any]:
-        sid = payload.get("session_id")
-        prompt = str(payload.get("prompt") or "")
-        recent = await asyncio.to_thread(rt.recent_texts, payload)
-        act = await self.actions()
-        marker = await asyncio.to_thread(rt.read_marker, self.settings, sid)
-        if marker is not None:
-            block = await act.l1(user_id=self.user_id, query=rt.reinjection_query(marker, {}, prompt), recent=recent,
-                                 project=self.project, session_id=sid, snapshot=marker.get("snapshot"),
-                                 after_compaction=True)
-            rt.remember_injected(self.settings, sid, [m.id for m in block.memories], reset=True, prompt=prompt,
-                                 prompt_id=payload.get("prompt_id"))
-            rt.clear_marker(self.settings, sid)
-            return rt._context_output("UserPromptSubmit", block.text)
-        state = rt.load_session(self.settings, sid)
-        result = await act.recall(user_id=self.user_id, prompt=prompt, recent=recent, project=self.project,
-                                  exclude_ids=[str(i) for i in state.get("injected") or []])
-        rt.remember_injected(self.settings, sid, result.memory_ids, prompt=prompt, prompt_id=payload.get("prompt_id"))
-        return rt._context_output("UserPromptSubmit", result.text)
-
-    async def session_start(self, payload: dict[str, Any]) -> dict[str, Any]:
-        sid = payload.get("session_id")
-        source = payload.get("source") or "startup"
-        act = await self.actions()
-        if source == "compact":
-            marker = rt.read_marker(self.settings, sid) or {}
-            query = rt.reinjection_query(marker, rt.load_session(self.settings, sid))
-            block = await act.l1(user_id=self.user_id, query=query, project=self.project, session_id=sid,
-                                 snapshot=marker.get("snapshot"), after_compaction=True)
-            rt.remember_injected(self.settings, sid, [m.id for m in block.memories], reset=True)
-            rt.clear_marker(self.settings, sid)
-        else:
-            block = await act.l1(user_id=self.user_id, project=self.project, session_id=sid)
-            rt.remember_injected(self.settings, sid, [m.id for m in block.memories], reset=source != "resume")
-        return rt._context_output("SessionStart", block.text)
-
-    async def pre_compact(self, payload: dict[str, Any]) -> dict[str, Any]:
-        sid = payload.get("session_id")
-        messages = await asyncio.to_thread(rt.read_transcript, payload.get("transcript_path"))
-        snapshot = rt.snapshot_text(messages)
-        last_prompt = next((t for r, t in reversed(messages) if r == "user"), None) \
-            or rt.load_session(self.settings, sid).get("last_prompt")
-        backup = None
-        try:
-            backup = await asyncio.to_thread(rt.backup_transcript, self.settings, payload)
-        except OSError:
-            logger.exception("transcript backup failed")
-        # The marker first: whatever happens next, the block is re-injected after compaction.
-        rt.write_marker(self.settings, sid, {"trigger": payload.get("trigger"), "snapshot": snapshot,
-                                             "last_prompt": last_prompt, "recent_prompts": rt.recent_prompts(messages),
-                                             "transcript_backup": str(backup) if backup else None})
-        act = await self.actions()
-        await act.pre_compact(user_id=self.user_id, session_id=sid, snapshot=snapshot,
-                              trigger=payload.get("trigger"), transcript_backup=str(backup) if backup else None,
-                              project=self.project)
-        return {}
-
-    async def post_compact(self, payload: dict[str, Any]) -> dict[str, Any]:
-        logger.info("compaction done (%s) in session %s", payload.get("trigger"), payload.get("session_id"))
-        return {}
-
-    async def post_tool_use(self, payload: dict[str, Any]) -> dict[str, Any]:
-        response = payload.get("tool_response")
-        text = response if isinstance(response, str) else rt._text_of(response) if isinstance(response, list) else ""
-        if not text and isinstance(response, Mapping):
-            text = str(response.get("stdout") or response.get("content") or response.get("result") or "")
-        if text:
-            tool = str(payload.get("tool_name") or "tool")
-            await self._submit(payload, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
-                               text=text[:rt.MAX_TOOL_TEXT], metadata={"tool": tool})
-        return {}
-
-    async def stop(self, payload: dict[str, Any]) -> dict[str, Any]:
-        sid = payload.get("session_id")
-        state = rt.load_session(self.settings, sid)
-        prompt = str(state.get("last_prompt") or "")
-        if prompt and state.get("queued_prompt") != prompt:
-            await self._submit(payload, kind="user", role="user", text=prompt,
-                               turn_id=f"{rt._safe(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None)
-            state["queued_prompt"] = prompt
-            rt.save_session(self.settings, sid, state)
-        message = str(payload.get("last_assistant_message") or "")
-        if message:
-            await self._submit(payload, kind="assistant", role="assistant", text=message,
-                               context=[prompt] if prompt else [])
-        if self.daemon is not None:
-            act = await self.actions()
-            # Fire and forget: consolidation bookkeeping must not delay the reply.
-            task = asyncio.get_running_loop().create_task(act.session_end(user_id=self.user_id, session_id=sid))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-        return {}
-
-    # ------------------------------------------------------------------ the dict
     def as_dict(self) -> dict[str, list[HookMatcher]]:
-        t = self.timeout
-        return {
-            "UserPromptSubmit": [HookMatcher(hooks=[self._wrap("UserPromptSubmit", self.user_prompt_submit, t)],
-                                             timeout=t + 5)],
-            "SessionStart": [HookMatcher(hooks=[self._wrap("SessionStart", self.session_start, t)], timeout=t + 5)],
-            "PreCompact": [HookMatcher(hooks=[self._wrap("PreCompact", self.pre_compact, PRECOMPACT_TIMEOUT)],
-                                       timeout=PRECOMPACT_TIMEOUT + 5)],
-            "PostCompact": [HookMatcher(hooks=[self._wrap("PostCompact", self.post_compact, t)], timeout=t + 5)],
-            "PostToolUse": [HookMatcher(hooks=[self._wrap("PostToolUse", self.post_tool_use, t)], timeout=t + 5)],
-            "Stop": [HookMatcher(hooks=[self._wrap("Stop", self.stop, t)], timeout=t + 5)],
-        }
+        """The hooks dict for ``ClaudeAgentOptions(hooks=...)``."""
+        out = {}
+        for sdk_event in SDK_EVENTS:
+            t = PRECOMPACT_TIMEOUT if sdk_event == "PreCompact" else self.timeout
+            out[sdk_event] = [HookMatcher(hooks=[self._wrap(sdk_event, t)], timeout=t + 5)]
+        return out
 
 
 def memory_hooks(daemon_or_settings: Any = None, *, user_id: str | None = None, project: str | None = None,
@@ -267,8 +217,10 @@ def memory_hooks(daemon_or_settings: Any = None, *, user_id: str | None = None, 
     (with ``settings=`` for its data directory; default: loaded from
     ``$DEXAI_MEMORY_HOME``), ``Settings``, or None (settings loaded from the
     default data directory). ``user_id`` defaults to ``$DEXAI_MEMORY_USER`` or
-    ``$USER``; ``project`` scopes recall (default: all of the user's memories).
-    Merge with your own hooks by extending the lists per event.
+    ``$USER``; ``project`` scopes recall (default: all of the user's memories)
+    and is the project captured turns are stored under (default: the git root
+    or directory of the session). Merge with your own hooks by extending the
+    lists per event.
     """
     source = daemon_or_settings if daemon_or_settings is not None else (settings or load_settings())
     return MemoryHooks(source, user_id=user_id, project=project, timeout=timeout, settings=settings).as_dict()

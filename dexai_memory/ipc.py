@@ -5,11 +5,13 @@ the client side (:func:`ipc_request`) uses only ``socket`` and ``json``.
 
 Protocol: newline-delimited JSON over ``settings.socket_path`` (mode 0600).
 A request is one line ``{"op": "<name>", ...}``; the answer is one line
-``{"ok": true, ...}`` or ``{"ok": false, "error": "<message>"}``. A
-connection may carry several requests in turn. Built-in operations (the
+``{"ok": true, ...}`` or ``{"ok": false, "error": "<message>"}``. Every
+answer carries ``version``, the daemon's package version. A connection may
+carry several requests in turn. Built-in operations (the
 daemon registers them, see :mod:`dexai_memory.daemon`):
 
 ``ping``          -> ``pid``, ``state``
+``daemon.shutdown`` ``reason``? -> ``{}`` (the daemon stops: ``dexai daemon stop``, a version change)
 ``enqueue``       ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``
 ``queue.notify``  -> ``{}`` (a hook wrote to queue.db directly: look now)
 ``flush``         ``timeout``? -> ``flushed``, ``pending``
@@ -31,6 +33,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from . import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +93,8 @@ class IpcServer:
         self.handlers: dict[str, Handler] = dict(handlers or {})
         self._server: Any = None
         self.requests = 0
+        #: ``time.monotonic()`` of the last request (or of the start): for the idle exit.
+        self.last_request = time.monotonic()
 
     def register(self, op: str, handler: Handler) -> None:
         """Add (or replace) the handler of ``op``."""
@@ -151,6 +157,7 @@ class IpcServer:
         if handler is None:
             return {"ok": False, "error": f"unknown op {op!r} (known: {', '.join(sorted(self.handlers))})"}
         self.requests += 1
+        self.last_request = time.monotonic()
         try:
             result = await handler(request)
         except DexaiMemoryError as exc:
@@ -159,6 +166,7 @@ class IpcServer:
             return {"ok": False, "error": f"bad request for {op}: {type(exc).__name__}: {exc}"}
         out = dict(result or {})
         out.setdefault("ok", "error" not in out)
+        out.setdefault("version", __version__)  # hooks replace a daemon of another version
         return out
 
     async def _serve(self, reader: Any, writer: Any) -> None:

@@ -22,6 +22,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DEXAI_MEMORY_HOME", str(home))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ZEP_API_KEY", raising=False)
+    # hooks run by tests do not start background daemons unless a test asks for it
+    monkeypatch.setenv("DEXAI_DAEMON_AUTOSTART", "0")
     return home
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from dexai_memory import __version__
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon import DaemonState, MemoryDaemon, interval_trigger
 from dexai_memory.errors import DaemonError, DexaiMemoryError
@@ -148,11 +149,12 @@ async def test_ipc_round_trip(settings: Settings, provider: NativeProvider) -> N
 
         answer = await request(path, {"op": "enqueue", "turn": {"id": "s1", "user_id": "u", "session_id": "x",
                                                                 "content": "I prefer green tea in the morning"}})
-        assert answer == {"ok": True, "gated": True, "score": answer and answer["score"], "queued": True}
+        assert answer == {"ok": True, "gated": True, "score": answer and answer["score"], "queued": True,
+                          "version": __version__}
         filler = await request(path, {"op": "enqueue", "turn": {"id": "s2", "user_id": "u", "content": "ok"}})
         assert filler is not None and filler["queued"] is False
         flushed = await request(path, {"op": "flush", "timeout": 5})
-        assert flushed == {"ok": True, "flushed": True, "pending": 0}
+        assert flushed == {"ok": True, "flushed": True, "pending": 0, "version": __version__}
         health = await request(path, {"op": "health"})
         assert health is not None and health["ok"] and health["queue"]["done"] == 1
 
@@ -167,7 +169,8 @@ async def test_ipc_round_trip(settings: Settings, provider: NativeProvider) -> N
             return {"echo": req["text"]}
 
         d.ipc.register("test.echo", echo)
-        assert await request(path, {"op": "test.echo", "text": "hi"}) == {"ok": True, "echo": "hi"}
+        assert await request(path, {"op": "test.echo", "text": "hi"}) == {"ok": True, "echo": "hi",
+                                                                            "version": __version__}
         assert await request(path, {"op": "test.echo", "fail": True}) == {"ok": False, "error": "no such thing"}
         assert await request(path, {"op": "test.echo"}) == {"ok": False, "error": "bad request for test.echo: "
                                                                                 "KeyError: 'text'"}
@@ -198,7 +201,7 @@ async def test_ipc_garbage_and_several_requests_per_connection(tmp_path: Path) -
 
         lines = await asyncio.to_thread(talk)
         assert b'"ok": false' in lines[0] and b"not JSON" in lines[0]
-        assert lines[1] == b'{"n": 1, "ok": true}'
+        assert lines[1] == b'{"n": 1, "ok": true, "version": "' + __version__.encode() + b'"}'
         assert b"string 'op'" in lines[2]
     finally:
         await server.aclose()

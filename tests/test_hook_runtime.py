@@ -151,11 +151,14 @@ def test_memory_off_per_project_and_for_subagents(home: Path, tmp_path: Path) ->
 
 
 def test_hook_process_imports_no_heavy_module(home: Path, tmp_path: Path) -> None:
+    """The per-turn events stay light; only PreCompact/SessionEnd without a daemon load the
+    extraction pipeline (they extract the queue inline)."""
     code = (
         "import io, json, sys\n"
         "from dexai_memory.hook_runtime import run\n"
         "for ev, p in [('session-start', {'source': 'startup'}), ('user-prompt-submit', {'prompt': 'deploy hint'}),"
-        " ('stop', {'last_assistant_message': 'I will remember you prefer tea'}), ('pre-compact', {})]:\n"
+        " ('post-tool-use', {'tool_name': 'Bash', 'tool_response': 'Deployed to staging for Sarah tomorrow'}),"
+        " ('stop', {'last_assistant_message': 'I will remember you prefer tea'}), ('post-compact', {})]:\n"
         "    run(ev, io.StringIO(json.dumps({**p, 'session_id': 'x'})), io.StringIO())\n"
         f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})))\n"
     )

@@ -173,10 +173,12 @@ async def test_command_hooks_reinject_the_filled_block_after_compaction(
     transcript.write_text("".join(json.dumps({"type": r, "message": {"role": r, "content": t}}) + "\n"
                                   for r, t in rt_turns))
     payload = {"session_id": "s9", "trigger": "auto", "transcript_path": str(transcript), "cwd": str(tmp_path)}
-    rt.on_pre_compact(settings, payload)
+    rt.handle("pre-compact", payload, rt.command_context(settings))
     marker = rt.read_marker(settings, "s9")
     assert marker is not None and marker["recent_prompts"] == [t for r, t in rt_turns if r == "user"]
-    out = rt.on_session_start(settings, {"session_id": "s9", "source": "compact", "cwd": str(tmp_path)})
+    out = rt.handle("session-start", {"session_id": "s9", "source": "compact", "cwd": str(tmp_path)},
+                    rt.command_context(settings))
+    assert isinstance(out, dict)
     text = out["hookSpecificOutput"]["additionalContext"]
     for m in STORE:
         if m.pinned or m.importance >= HIGH_IMPORTANCE:

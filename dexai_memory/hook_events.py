@@ -1,0 +1,315 @@
+"""The hook events, written once for every front end.
+
+Claude Code command hooks (:mod:`dexai_memory.hook_runtime`, a new process per
+event) and Claude Agent SDK callbacks (:mod:`dexai_memory.hooks`, in process)
+both call :func:`handle`. What differs between them is only *where the memory
+work goes*, a :class:`HookBackend`:
+
+* the command backend asks the daemon over its socket, starts one when none
+  answers, and falls back to the SQLite file (keyword recall, the queue file,
+  extraction inline at PreCompact / SessionEnd);
+* the in-process backend calls a running ``MemoryDaemon`` or a provider
+  directly.
+
+What each event does
+====================
+``session-start``
+    startup/resume/clear: inject the L1 block (profile, commitments due soon,
+    last session state); resume skips it when everything in it is still in
+    the conversation. compact: re-inject the post-compaction block (filled by
+    priority; the last prompts and the task snapshot kept in the compaction
+    marker) and clear the marker - the primary post-compaction path.
+``user-prompt-submit``
+    Marker still set (SessionStart(compact) did not run): re-inject and clear
+    it (the fallback). Otherwise auto-recall for the prompt. A reflection hint
+    ("the user just stated a preference: consider ``remember``") is added when
+    the prompt is a correction, a preference or an explicit request.
+``pre-compact``
+    Back up the transcript, store a task snapshot, write the compaction marker,
+    and get every queued turn extracted before the summary replaces the
+    conversation; returns the compaction instructions (plain text).
+``post-tool-use``
+    Queue the tool result for extraction when it passes the gate.
+``stop``
+    Queue the turn (the prompt kept by UserPromptSubmit, and the reply).
+``session-end``
+    Get the queue extracted; consolidation is scheduled when enough new notes
+    accumulated; the session's state file is removed.
+
+Stdlib only (command hooks import it).
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Settings
+from .hook_state import (
+    EVENTS,
+    MAX_TOOL_TEXT,
+    _safe,
+    _text_of,
+    backup_transcript,
+    clear_marker,
+    compaction_instructions,
+    load_session,
+    memory_disabled,
+    project_key,
+    prune_state,
+    read_marker,
+    read_transcript,
+    recent_prompts,
+    recent_texts,
+    remember_injected,
+    save_session,
+    session_file,
+    snapshot_text,
+    turn_id,
+)
+from .models import utcnow
+
+logger = logging.getLogger("dexai_memory.hook_events")
+
+
+@dataclass(frozen=True)
+class Block:
+    """Text to inject and the ids of the memories in it."""
+
+    text: str
+    memory_ids: tuple[str, ...] = ()
+
+
+class HookBackend(abc.ABC):
+    """Where the events' memory work goes. Every method may raise; :func:`handle`'s callers
+    turn any error into a no-op answer."""
+
+    settings: Settings
+
+    @abc.abstractmethod
+    def l1(self, *, user_id: str, query: str | None, recent: Sequence[str], project: str | None,
+           session_id: str | None, snapshot: str | None, after_compaction: bool) -> Block:
+        """The L1 block (``after_compaction``: the post-compaction block filled by priority)."""
+
+    @abc.abstractmethod
+    def recall(self, *, user_id: str, prompt: str, recent: Sequence[str], project: str | None,
+               exclude_ids: Sequence[str]) -> Block:
+        """Auto-recall for ``prompt`` (an empty block when recall is skipped)."""
+
+    @abc.abstractmethod
+    def submit(self, turn: dict[str, Any], context: Sequence[str]) -> bool:
+        """Redact and gate ``turn`` (a :class:`~dexai_memory.models.Turn` dict); queue it durably
+        when it passes. True when queued."""
+
+    @abc.abstractmethod
+    def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None, trigger: str | None,
+                    transcript_backup: str | None, project: str | None) -> dict[str, Any]:
+        """Extract every queued turn, archive the transcript backup, store the task snapshot."""
+
+    @abc.abstractmethod
+    def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
+        """Get the queue extracted (now or by a daemon) and schedule consolidation if due."""
+
+    def turn_end(self, *, user_id: str, session_id: str | None) -> None:  # noqa: B027 - optional
+        """A turn ended (a daemon may start extracting at once)."""
+
+
+@dataclass(frozen=True)
+class HookContext:
+    """One front end's settings, backend and identity. ``project`` scopes recall (None: all of
+    the user's memories); captured turns are stored under ``project`` or, when it is None,
+    :func:`~dexai_memory.hook_state.project_key` of the session's directory."""
+
+    settings: Settings
+    backend: HookBackend
+    user_id: str
+    project: str | None = None
+    source: str = "claude-code"
+
+    def capture_project(self, payload: dict[str, Any]) -> str:
+        return self.project or project_key(payload)
+
+
+def context_output(event: str, text: str) -> dict[str, Any]:
+    """A hook answer that adds ``text`` to the model's context ({} when there is nothing)."""
+    if not text:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
+    """The relevant section's query after compaction: the last user prompts kept in the
+    compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
+    from .reinjection import recall_query
+
+    prompts = [str(p) for p in marker.get("recent_prompts") or []] \
+        or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
+    if prompt:
+        prompts.append(prompt)
+    return recall_query(prompts, marker.get("snapshot")) or None
+
+
+def _turn(ctx: HookContext, payload: dict[str, Any], *, kind: str, role: str, text: str,
+          tid: str | None = None, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "id": tid or turn_id(payload.get("session_id"), kind, text),
+        "user_id": ctx.user_id,
+        "content": text,
+        "role": role,
+        "timestamp": utcnow().isoformat(),
+        "session_id": payload.get("session_id"),
+        "project": ctx.capture_project(payload),
+        "metadata": {"source": f"{ctx.source}:{kind}", **(metadata or {})},
+    }
+
+
+# --------------------------------------------------------------------------- events
+
+
+def on_session_start(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    settings, sid = ctx.settings, payload.get("session_id")
+    source = payload.get("source") or "startup"
+    if source == "compact":
+        marker = read_marker(settings, sid) or {}
+        query = reinjection_query(marker, load_session(settings, sid))
+        block = ctx.backend.l1(user_id=ctx.user_id, query=query, recent=[], project=ctx.project, session_id=sid,
+                               snapshot=marker.get("snapshot"), after_compaction=True)
+        remember_injected(settings, sid, block.memory_ids, reset=True)
+        clear_marker(settings, sid)
+        return context_output("SessionStart", block.text)
+    if source == "startup":
+        prune_state(settings)
+    block = ctx.backend.l1(user_id=ctx.user_id, query=None, recent=[], project=ctx.project, session_id=sid,
+                           snapshot=None, after_compaction=False)
+    if source == "resume" and set(block.memory_ids) <= set(load_session(settings, sid).get("injected") or []):
+        return {}  # everything in it is still in the resumed conversation
+    remember_injected(settings, sid, block.memory_ids, reset=source != "resume")
+    return context_output("SessionStart", block.text)
+
+
+def on_user_prompt(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    from .privacy import redact
+    from .triggers import ReflectionHints
+
+    settings, sid = ctx.settings, payload.get("session_id")
+    prompt = str(payload.get("prompt") or "")
+    recent = recent_texts(payload)
+    state = load_session(settings, sid)
+    hints = ReflectionHints.from_json(state.get("hints"))
+    hint = hints.on_user_prompt(prompt)
+    marker = read_marker(settings, sid)
+    if marker is not None:
+        block = ctx.backend.l1(user_id=ctx.user_id, query=reinjection_query(marker, {}, prompt), recent=recent,
+                               project=ctx.project, session_id=sid, snapshot=marker.get("snapshot"),
+                               after_compaction=True)
+        reset = True
+    else:
+        block = ctx.backend.recall(user_id=ctx.user_id, prompt=prompt, recent=recent, project=ctx.project,
+                                   exclude_ids=[str(i) for i in state.get("injected") or []])
+        reset = False
+    # the prompt is kept (redacted) for Stop to queue, off this hot path
+    remember_injected(settings, sid, block.memory_ids, reset=reset, prompt=redact(prompt),
+                      prompt_id=payload.get("prompt_id"), extra={"hints": hints.to_json()})
+    if marker is not None:
+        clear_marker(settings, sid)
+    text = "\n\n".join(t for t in (block.text, hint) if t)
+    return context_output("UserPromptSubmit", text)
+
+
+def on_pre_compact(ctx: HookContext, payload: dict[str, Any]) -> str:
+    """Checkpoint before compaction; returns the compaction instructions (plain text)."""
+    from .hook_state import write_marker
+    from .privacy import redact
+
+    settings, sid = ctx.settings, payload.get("session_id")
+    messages = read_transcript(payload.get("transcript_path"))
+    backup = None
+    try:
+        backup = backup_transcript(settings, payload)
+    except OSError:
+        logger.exception("transcript backup failed")
+    snapshot = snapshot_text(messages)
+    snapshot = redact(snapshot) if snapshot else None
+    last_prompt = next((t for r, t in reversed(messages) if r == "user"), None) \
+        or load_session(settings, sid).get("last_prompt")
+    # the marker first: whatever happens next, the block is re-injected after compaction
+    write_marker(settings, sid, {"trigger": payload.get("trigger"), "at": utcnow().isoformat(),
+                                 "snapshot": snapshot, "last_prompt": redact(last_prompt) if last_prompt else None,
+                                 "recent_prompts": [redact(p) for p in recent_prompts(messages)],
+                                 "transcript_backup": str(backup) if backup else None})
+    result = ctx.backend.pre_compact(user_id=ctx.user_id, session_id=sid, snapshot=snapshot,
+                                     trigger=payload.get("trigger"),
+                                     transcript_backup=str(backup) if backup else None,
+                                     project=ctx.capture_project(payload))
+    logger.info("pre-compact checkpoint: %s", result)
+    return compaction_instructions(settings)
+
+
+def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    response = payload.get("tool_response")
+    text = response if isinstance(response, str) else _text_of(response) if isinstance(response, list) else ""
+    if not text and isinstance(response, dict):
+        text = str(response.get("stdout") or response.get("content") or response.get("result") or "")
+    if text.strip():
+        tool = str(payload.get("tool_name") or "tool")
+        ctx.backend.submit(_turn(ctx, payload, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
+                                 text=text[:MAX_TOOL_TEXT], metadata={"tool": tool}), [])
+    return {}
+
+
+def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Queue the turn: the prompt (kept by UserPromptSubmit) and the reply."""
+    settings, sid = ctx.settings, payload.get("session_id")
+    state = load_session(settings, sid)
+    prompt = str(state.get("last_prompt") or "")
+    if prompt.strip() and state.get("queued_prompt") != prompt:
+        tid = f"{_safe(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None
+        ctx.backend.submit(_turn(ctx, payload, kind="user", role="user", text=prompt, tid=tid), [])
+        state["queued_prompt"] = prompt
+        save_session(settings, sid, state)
+    message = str(payload.get("last_assistant_message") or "")
+    if message.strip():
+        ctx.backend.submit(_turn(ctx, payload, kind="assistant", role="assistant", text=message),
+                           [prompt] if prompt else [])
+    ctx.backend.turn_end(user_id=ctx.user_id, session_id=sid)
+    return {}
+
+
+def on_session_end(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    sid = payload.get("session_id")
+    result = ctx.backend.session_end(user_id=ctx.user_id, session_id=sid)
+    logger.info("session end: %s", result)
+    path = session_file(ctx.settings, sid)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    return {}
+
+
+def handle(event: str, payload: dict[str, Any], ctx: HookContext) -> dict[str, Any] | str:
+    """Run one hook ``event`` (a key of :data:`~dexai_memory.hook_state.EVENTS`). Returns the
+    JSON object to answer (or, for pre-compact, the plain-text compaction instructions)."""
+    off = memory_disabled(ctx.settings, payload)
+    if off:
+        logger.debug("memory off for this hook (%s)", off)
+        return "" if event == "pre-compact" else {}
+    if event not in EVENTS:
+        logger.warning("unknown hook event %r", event)
+        return {}
+    if event == "session-start":
+        return on_session_start(ctx, payload)
+    if event == "user-prompt-submit":
+        return on_user_prompt(ctx, payload)
+    if event == "pre-compact":
+        return on_pre_compact(ctx, payload)
+    if event == "post-tool-use":
+        return on_post_tool_use(ctx, payload)
+    if event == "stop":
+        return on_stop(ctx, payload)
+    if event == "session-end":
+        return on_session_end(ctx, payload)
+    return {}  # post-compact: nothing to inject

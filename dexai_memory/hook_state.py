@@ -1,0 +1,300 @@
+"""Hook state shared by every front end (command hooks, Agent SDK callbacks): who and where
+(user, project), per-session state files, the compaction marker, and reading the transcript.
+
+Stdlib only: command hooks import it in a fresh process for every event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .models import Memory, MemoryType, utcnow
+
+EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "pre-compact": "PreCompact",
+    "post-compact": "PostCompact",
+    "post-tool-use": "PostToolUse",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+USER_ENV = "DEXAI_MEMORY_USER"
+PROJECT_ENV = "DEXAI_MEMORY_PROJECT"
+#: Longest transcript tail read for recent messages (bytes).
+TRANSCRIPT_TAIL_BYTES = 256 * 1024
+#: Recent messages used for continuation and visibility checks.
+RECENT_MESSAGES = 6
+#: Longest tool result text enqueued (characters).
+MAX_TOOL_TEXT = 4000
+
+# --------------------------------------------------------------------------- identity
+
+
+def user_id_for(payload: dict[str, Any] | None = None) -> str:
+    """``$DEXAI_MEMORY_USER``, else the login name, else 'default' (like the CLI)."""
+    return os.environ.get(USER_ENV) or os.environ.get("USER") or "default"
+
+
+def project_for(payload: dict[str, Any]) -> str | None:
+    """Recall scope: ``$DEXAI_MEMORY_PROJECT`` if set, else None (all of the user's memories)."""
+    return os.environ.get(PROJECT_ENV) or None
+
+
+def project_dir(payload: dict[str, Any]) -> str:
+    return str(payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+
+
+def project_key(payload: dict[str, Any]) -> str:
+    """The project captured memories are stored under, the same on every path:
+    ``$DEXAI_MEMORY_PROJECT`` when set (recall filters by it too), else the git root of the
+    session's directory, else that directory's full path (so ``/work/a/app`` and
+    ``/work/b/app`` stay apart)."""
+    env = os.environ.get(PROJECT_ENV)
+    if env:
+        return env
+    cwd = os.path.abspath(project_dir(payload))
+    path = cwd
+    for _ in range(64):
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return cwd
+
+
+def memory_disabled(settings: Settings, payload: dict[str, Any]) -> str | None:
+    """Why memory is off for this hook call (None when it is on).
+
+    ``hooks.enabled: false``; the project directory (or its name) listed in
+    ``hooks.disabled_projects``; a subagent's hook (``agent_id`` in the input)
+    unless ``hooks.subagents: true``; ``$DEXAI_MEMORY_DISABLED`` set.
+    """
+    if not settings.hooks.enabled or os.environ.get("DEXAI_MEMORY_DISABLED"):
+        return "disabled"
+    cwd = project_dir(payload)
+    names = {cwd, os.path.basename(cwd.rstrip("/")), os.environ.get("CLAUDE_PROJECT_DIR", "")}
+    for entry in settings.hooks.disabled_projects:
+        entry_path = os.path.expanduser(entry).rstrip("/")
+        if entry in names or entry_path in names or (entry_path.startswith("/") and cwd.startswith(entry_path + "/")):
+            return "project disabled"
+    if (payload.get("agent_id") or payload.get("agent_type")) and not settings.hooks.subagents:
+        return "subagent"
+    return None
+
+
+# --------------------------------------------------------------------------- state files
+
+
+def state_dir(settings: Settings) -> Path:
+    path = settings.home / "hooks"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _safe(session_id: str | None) -> str:
+    sid = session_id or "default"
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sid)[:100]
+
+
+def marker_path(settings: Settings, session_id: str | None) -> Path:
+    """The compaction marker of a session: ``<home>/hooks/compact-<session>.json``."""
+    return state_dir(settings) / f"compact-{_safe(session_id)}.json"
+
+
+def write_marker(settings: Settings, session_id: str | None, data: dict[str, Any]) -> Path:
+    """Write the compaction marker atomically (trigger, time, snapshot, last prompt)."""
+    path = marker_path(settings, session_id)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_marker(settings: Settings, session_id: str | None) -> dict[str, Any] | None:
+    """The marker's data, or None when no compaction is pending re-injection."""
+    path = marker_path(settings, session_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+#: State files (session state, markers) untouched for this long are removed at startup.
+STATE_MAX_AGE_SECONDS = 7 * 86400
+
+
+def prune_state(settings: Settings, max_age: float = STATE_MAX_AGE_SECONDS) -> int:
+    """Remove session state files and markers of sessions idle for ``max_age`` seconds
+    (SessionEnd removes its own; crashed or killed sessions leave theirs). Returns the count."""
+    import time
+
+    cutoff = time.time() - max_age
+    removed = 0
+    for path in state_dir(settings).glob("*.json"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+    return removed
+
+
+def clear_marker(settings: Settings, session_id: str | None) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        marker_path(settings, session_id).unlink()
+
+
+def session_file(settings: Settings, session_id: str | None) -> Path:
+    """A session's hook state: ``<home>/hooks/session-<session>.json`` (removed at SessionEnd)."""
+    return state_dir(settings) / f"session-{_safe(session_id)}.json"
+
+
+def load_session(settings: Settings, session_id: str | None) -> dict[str, Any]:
+    """Per-session hook state: ``injected`` memory ids, ``last_prompt``."""
+    try:
+        data = json.loads(session_file(settings, session_id).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def save_session(settings: Settings, session_id: str | None, data: dict[str, Any]) -> None:
+    path = session_file(settings, session_id)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[str], *,
+                      reset: bool = False, prompt: str | None = None, prompt_id: str | None = None,
+                      extra: dict[str, Any] | None = None) -> None:
+    """Record injected memory ids (``reset`` after compaction: the old injections are gone),
+    the last prompt of the session (already redacted by the caller) and ``extra`` keys."""
+    state = load_session(settings, session_id)
+    state.update(extra or {})
+    if reset:
+        state["injected"] = []
+    injected = list(dict.fromkeys([*(state.get("injected") or []), *ids]))[-500:]
+    state["injected"] = injected
+    if prompt is not None:
+        state["last_prompt"] = prompt[:4000]
+        state["prompt_id"] = prompt_id
+    save_session(settings, session_id, state)
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return ""
+
+
+def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[tuple[str, str]]:
+    """``(role, text)`` of the user/assistant messages at the end of a transcript JSONL."""
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    if len(data) >= max_bytes:
+        lines = lines[1:]  # the first line is probably cut
+    out: list[tuple[str, str]] = []
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant") or entry.get("isMeta"):
+            continue
+        message = entry.get("message") or {}
+        text = _text_of(message.get("content")).strip()
+        if text and not text.startswith("<command-") and not text.startswith("<local-command"):
+            out.append((str(message.get("role") or entry["type"]), text))
+    return out
+
+
+def recent_texts(payload: dict[str, Any], n: int = RECENT_MESSAGES) -> list[str]:
+    return [t for _, t in read_transcript(payload.get("transcript_path"))][-n:]
+
+
+def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | None:
+    """Copy the transcript to ``<home>/transcripts/<session>-<time>-<trigger>.jsonl`` (L3)."""
+    src = payload.get("transcript_path")
+    if not src or not os.path.isfile(src):
+        return None
+    dest_dir = settings.home / "transcripts"
+    dest_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = utcnow().strftime("%Y%m%dT%H%M%S%f")
+    dest = dest_dir / f"{_safe(payload.get('session_id'))}-{stamp}-{payload.get('trigger') or 'manual'}.jsonl"
+    import shutil  # only PreCompact copies files
+
+    shutil.copy2(src, dest)
+    return dest
+
+
+def snapshot_text(messages: Sequence[tuple[str, str]]) -> str | None:
+    """A short working-state snapshot from the transcript: the current task and last action."""
+    last_user = next((t for r, t in reversed(messages) if r == "user"), None)
+    last_assistant = next((t for r, t in reversed(messages) if r == "assistant"), None)
+    if not last_user and not last_assistant:
+        return None
+    parts = []
+    if last_user:
+        parts.append(f"Current task: {' '.join(last_user.split())[:400]}")
+    if last_assistant:
+        parts.append(f"Last action: {' '.join(last_assistant.split())[:300]}")
+    return " | ".join(parts)
+
+
+def recent_prompts(messages: Sequence[tuple[str, str]], n: int = 3) -> list[str]:
+    """The last ``n`` user prompts of the transcript, oldest first (each cut to 1,000 characters)."""
+    prompts = [" ".join(t.split())[:1000] for r, t in messages if r == "user" and t.strip()]
+    return prompts[-n:]
+
+
+def snapshot_memory(text: str, user_id: str, session_id: str | None) -> Memory:
+    return Memory(id=f"snapshot_{_safe(session_id)}", content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
+                  session_id=session_id, importance=6)
+
+
+def compaction_instructions(settings: Settings) -> str:
+    """Plain-text instructions a PreCompact command hook prints for the compaction prompt."""
+    return (f"{settings.compaction.instructions} "
+            "Long-term facts, preferences and commitments are kept by dexai-memory and re-injected "
+            "after compaction, so the summary should focus on the current task and its state.")
+
+
+
+def turn_id(session_id: str | None, kind: str, text: str) -> str:
+    """A stable id for a captured turn (the queue and the store stay idempotent on retries)."""
+    import hashlib  # not on UserPromptSubmit's path
+
+    digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
+    return f"{_safe(session_id)}:{kind}:{digest}"

@@ -1,0 +1,140 @@
+"""Extraction without a daemon: the queue drained inside the hook process.
+
+Correctness never depends on the daemon. When PreCompact (or SessionEnd with
+autostart off) finds no daemon answering, the hook extracts the queued turns
+itself, with the offline extractor, inside ``hooks.inline_flush_seconds``, so
+what was said before ``/compact`` is stored before the summary replaces it.
+
+To fit the budget it loads no embedding model: supersession candidates come
+from keyword (BM25) search and new memories are stored with their vectors
+deferred (``vectors_pending``), filled later by the daemon's ``vectors`` job
+or ``dexai memory reembed --missing``; until then they are found by keyword.
+Whatever does not fit stays queued (never dropped) and is logged.
+
+Only one consumer may process the queue at a time (the queue's lock): when
+a daemon holds it (it is starting), the hook waits for the daemon to answer
+and asks it to do the work instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .config import Settings
+from .errors import DexaiMemoryError, QueueError
+from .providers.base import MemoryProvider
+
+logger = logging.getLogger(__name__)
+
+
+def keyword_settings(settings: Settings) -> Settings:
+    """``settings`` with keyword-only search (no query embedding: no model to load)."""
+    return dataclasses.replace(settings, search=dataclasses.replace(settings.search, fusion="bm25"))
+
+
+async def drain_queue(settings: Settings, provider: MemoryProvider, budget: float) -> dict[str, Any]:
+    """Process the queued turns with the offline extractor on ``provider`` for up to ``budget``
+    seconds. Returns ``processed``, ``pending`` (left queued), ``flushed`` (nothing left due)
+    and ``busy`` (another consumer holds the queue: nothing was done)."""
+    from .extraction import make_classifier
+    from .offline_extraction import OfflineExtractor
+    from .pipeline import Pipeline
+    from .queue import ExtractionQueue
+
+    queue = ExtractionQueue.from_settings(settings)
+    try:
+        try:
+            queue.claim()
+        except QueueError:
+            return {"processed": 0, "pending": queue.pending_count(), "flushed": False, "busy": True}
+        if provider.classifier is None:
+            provider.classifier = make_classifier(dataclasses.replace(
+                settings, extraction=dataclasses.replace(settings.extraction, extractor="offline")))
+        pipeline = Pipeline(provider, settings, extractor=OfflineExtractor())
+        pipeline.journal = queue.save_notes
+        processed = 0
+        try:
+            async with provider.deferred_vectors():
+                processed = await asyncio.wait_for(queue.drain(pipeline.handle), max(0.1, budget))
+        except TimeoutError:
+            logger.warning("inline extraction stopped after %.1fs; the rest stays queued", budget)
+        pending = queue.pending_count(due_only=True)
+        return {"processed": processed, "pending": queue.pending_count(), "flushed": pending == 0, "busy": False}
+    finally:
+        queue.close()
+
+
+async def _with_provider(settings: Settings, budget: float,
+                         work: Callable[[MemoryProvider, float], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    from .providers import make_provider
+
+    t0 = time.monotonic()
+    provider = make_provider(keyword_settings(settings))
+    await provider.start()
+    try:
+        return await work(provider, budget - (time.monotonic() - t0))
+    finally:
+        await provider.aclose()
+
+
+def _run(factory: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """Run a coroutine to the end from synchronous code (in a helper thread when this thread
+    already runs an event loop, e.g. a hook called from async code)."""
+    async def main() -> dict[str, Any]:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dexai-inline") as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+def flush(settings: Settings, budget: float | None = None) -> dict[str, Any]:
+    """Drain the queue in this process (see :func:`drain_queue`); never raises for our errors."""
+    wait = settings.hooks.inline_flush_seconds if budget is None else budget
+    if wait <= 0:
+        return {"processed": 0, "flushed": False, "skipped": "hooks.inline_flush_seconds is 0"}
+    t0 = time.monotonic()
+    try:
+        out = _run(lambda: _with_provider(settings, wait, lambda p, left: drain_queue(settings, p, left)))
+    except DexaiMemoryError as exc:
+        logger.error("inline extraction failed: %s (the turns stay queued)", exc)
+        return {"processed": 0, "flushed": False, "error": str(exc)}
+    out["seconds"] = round(time.monotonic() - t0, 3)
+    return out
+
+
+def pre_compact(settings: Settings, request: dict[str, Any], budget: float | None = None) -> dict[str, Any]:
+    """PreCompact without a daemon: drain the queue, archive the transcript backup and store
+    the task snapshot (:meth:`~dexai_memory.hook_ops.HookActions.pre_compact`) in this process."""
+    from .hook_ops import HookActions
+
+    wait = settings.hooks.inline_flush_seconds if budget is None else budget
+    t0 = time.monotonic()
+    box: dict[str, Any] = {}
+
+    async def work(provider: MemoryProvider, left: float) -> dict[str, Any]:
+        async def drain() -> bool:
+            box.update(await drain_queue(settings, provider, left))
+            return bool(box.get("flushed"))
+
+        act = HookActions(settings, provider, flush=drain)
+        return await act.pre_compact(**request)
+
+    try:
+        out = _run(lambda: _with_provider(settings, wait + 5.0, work))
+    except DexaiMemoryError as exc:
+        logger.error("inline pre-compact failed: %s (the turns stay queued)", exc)
+        return {"flushed": False, "error": str(exc), **box}
+    out.update({k: v for k, v in box.items() if k != "flushed"})
+    out["seconds"] = round(time.monotonic() - t0, 3)
+    return out
