@@ -82,7 +82,11 @@ class DaemonLock:
         self._fd: int | None = None
 
     def acquire(self, wait: float = 0.0) -> bool:
-        """Take the lock, retrying for up to ``wait`` seconds; True when held. Writes the pid file."""
+        """Take the lock, retrying for up to ``wait`` seconds while the holder is on its way out
+        (or not answering yet); True when held. Gives up at once when the holder answers with
+        this package version: that daemon serves, this one is not needed. Writes the pid file."""
+        from .ipc import ipc_request
+
         self.settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(lock_path(self.settings), os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + wait
@@ -91,10 +95,11 @@ class DaemonLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                answer = ipc_request(self.settings.socket_path, {"op": "ping"}, 0.2)
+                if time.monotonic() >= deadline or (answer is not None and answer.get("version") == __version__):
                     os.close(fd)
                     return False
-                time.sleep(0.1)
+                time.sleep(0.2)
         self._fd = fd
         tmp = pid_path(self.settings).with_suffix(".pid.tmp")
         tmp.write_text(f"{os.getpid()}\n", encoding="utf-8")

@@ -203,8 +203,14 @@ def claude_version() -> str:
     return out.stdout.split()[0]
 
 
-def build_env(home: Path, base_url: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for an offline CLI run: scrubbed parent env + fake-API settings."""
+def build_env(home: Path, base_url: str, env: Mapping[str, str] | None = None, *,
+              auth: str = "api_key") -> dict[str, str]:
+    """Environment for an offline CLI run: scrubbed parent env + fake-API settings.
+
+    ``auth``: ``api_key`` hands the CLI ``ANTHROPIC_API_KEY`` (which hooks inherit, so
+    dexai-memory extracts with Haiku against the fake API); ``token`` hands it
+    ``ANTHROPIC_AUTH_TOKEN`` instead, like a user signed in with a Claude account: no
+    ``ANTHROPIC_API_KEY`` anywhere, so dexai-memory runs its offline extractor."""
     child = {
         k: v
         for k, v in os.environ.items()
@@ -213,12 +219,15 @@ def build_env(home: Path, base_url: str, env: Mapping[str, str] | None = None) -
     child.update(
         HOME=str(home),
         ANTHROPIC_BASE_URL=base_url,
-        ANTHROPIC_API_KEY=DUMMY_API_KEY,
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
         DISABLE_TELEMETRY="1",
         DISABLE_ERROR_REPORTING="1",
     )
+    if auth == "token":
+        child["ANTHROPIC_AUTH_TOKEN"] = DUMMY_API_KEY
+    else:
+        child["ANTHROPIC_API_KEY"] = DUMMY_API_KEY
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         # Claude Code refuses bypassPermissions as root outside a sandbox.
         child["IS_SANDBOX"] = "1"
@@ -368,6 +377,8 @@ class ClaudeRun:
     env: Mapping[str, str] | None = None
     timeout: float = 120.0
     last_session_id: str | None = None
+    #: ``api_key`` or ``token`` (a signed-in user with no API key): see :func:`build_env`.
+    auth: str = "api_key"
 
     def command(
         self,
@@ -396,7 +407,7 @@ class ClaudeRun:
     def _prepare(self) -> dict[str, str]:
         Path(self.home).mkdir(parents=True, exist_ok=True)
         Path(self.cwd).mkdir(parents=True, exist_ok=True)
-        return build_env(Path(self.home), self.base_url, self.env)
+        return build_env(Path(self.home), self.base_url, self.env, auth=self.auth)
 
     def _finish(self, argv: list[str], rc: int, out: str, err: str, t0: float) -> ClaudeResult:
         result, messages = _parse_output(out)
