@@ -24,7 +24,13 @@ import pytest
 from dexai_memory.block import FENCE_CLOSE, FENCE_OPEN
 from dexai_memory.config import load_settings
 from dexai_memory.daemon_control import lock_held, read_pid, stop, wait_until_answering
-from dexai_memory.fakeapi import FakeMessagesAPI, RecordedRequest, Reply, is_compaction_prompt, text_of
+from dexai_memory.fakeapi import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    Reply,
+    is_compaction_prompt,
+    text_of,
+)
 from dexai_memory.harness import ClaudeRun
 from dexai_memory.queue import ExtractionQueue
 
