@@ -2,12 +2,14 @@
 
 Everything happens in a throw-away directory: a fake Anthropic Messages API on
 127.0.0.1 plays the model, the Claude Code CLI bundled with claude-agent-sdk
-runs with the dexai-memory plugin loaded, and a fresh memory store holds the
-planted facts. Your own data directory and ``~/.claude`` are never touched.
+runs with the dexai-memory plugin loaded, and a fresh, empty memory store. Your own data directory and ``~/.claude`` are never touched.
 
-Steps: plant facts -> a first prompt (auto-recall injects them) -> ``/compact``
+Steps, as a user lives them: the user states facts in the first prompt -> the
+plugin's hooks queue the turn and start the memory daemon themselves (or, with
+``daemon.autostart: false``, extract inline at PreCompact) -> ``/compact``
 whose summary keeps none of them -> the next prompt, whose request must carry
-the facts again (re-injected after compaction). Exit 0 when every fact made it.
+the facts again (re-injected after compaction). Nothing is written to the store
+by the demo and no API key is used. Exit 0 when every fact made it.
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ import click
 
 from dexai_memory.cli.common import Context, common_options, fail
 
-FACTS = (
-    ("The project codename is BLUE-HERON", "FACT"),
-    ("Deploys happen on Thursdays at 14:00 UTC", "FACT"),
-    ("Sam prefers pytest over unittest", "PREFERENCE"),
-)
-FIRST_PROMPT = "Before we start: what is the project codename, and when do deploys happen?"
+#: What the user says in the first prompt, and the words of it memory must bring back.
+FACTS_PROMPT = ("Quick context before we start: my name is Sam, the project codename is BLUE-HERON, "
+                "deploys happen on Thursdays at 14:00 UTC, and I prefer pytest over unittest.")
+KEYS = ("Sam", "BLUE-HERON", "Thursdays", "pytest")
+FILLER = "OK, let's look at the failing test first."
 NEXT_PROMPT = "Thanks. Let's write the release checklist."
 SUMMARY = "The user and assistant chatted."  # what the fake model's compaction summary says: nothing useful
 REPO_PLUGIN = Path(__file__).resolve().parents[1]
+HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
+               "PreCompact": "pre-compact", "PostToolUse": "post-tool-use", "Stop": "stop",
+               "SessionEnd": "session-end"}
 
 
 def _plugin_dir(tmp: Path) -> tuple[Path, str]:
@@ -46,28 +50,30 @@ def _plugin_dir(tmp: Path) -> tuple[Path, str]:
     (plugin / "hooks").mkdir()
     (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps(
         {"name": "dexai-memory", "version": "0.1.0", "description": "dexai-memory (demo copy)"}))
-    events = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
-              "PreCompact": "pre-compact", "Stop": "stop"}
     hooks = {ev: [{"hooks": [{"type": "command", "timeout": 60,
                               "command": f'"{sys.executable}" -m dexai_memory.hook_runtime {cmd}'}]}]
-             for ev, cmd in events.items()}
+             for ev, cmd in HOOK_EVENTS.items()}
     (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hooks}))
-    return plugin, "a generated copy of the plugin"
+    return plugin, "a generated copy of the plugin (this is an installed package, not a checkout)"
 
 
 def _memory_blocks(text: str) -> list[str]:
     return re.findall(r"<dexai-memory>.*?</dexai-memory>", text, flags=re.S)
 
 
-async def _plant(home: Path) -> None:
+async def _stored(home: Path) -> list[tuple[str, str]]:
+    """(type, content) of what the hooks stored, for the report."""
     from dexai_memory.config import load_settings
-    from dexai_memory.models import Memory, MemoryType
+    from dexai_memory.models import MemoryType, SearchFilters
     from dexai_memory.providers import make_provider
 
     settings = load_settings(home=home)
+    if not settings.db_path.exists():
+        return []
     async with make_provider(settings) as provider:
-        for content, kind in FACTS:
-            await provider.add(Memory(content=content, user_id="demo", type=MemoryType(kind), importance=8))
+        memories = await provider.list(user_id="demo", filters=SearchFilters(), limit=50)
+    return [(m.type.value, m.content) for m in memories
+            if m.type not in (MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT)]
 
 
 class _Out:
@@ -95,8 +101,14 @@ class _Out:
 @click.option("--timeout", default=180.0, show_default=True, help="Seconds allowed per Claude Code run.")
 @common_options
 def demo(ctx: Context, keep: bool, timeout: float) -> None:
-    """Show facts surviving /compact in a real Claude Code session (offline, in a temp dir)."""
+    """Show facts said in a real Claude Code session survive /compact (offline, in a temp dir).
+
+    Nothing is set up behind the session's back: the plugin's hooks capture what the user
+    says, start the memory daemon themselves (or extract inline when daemon.autostart is
+    off), and put the facts back after compaction. No API key is used.
+    """
     try:
+        from dexai_memory.daemon_control import lock_held, stop
         from dexai_memory.fakeapi import FakeMessagesAPI, is_compaction_prompt, text_of
         from dexai_memory.harness import (
             ClaudeBinaryNotFound,
@@ -111,34 +123,39 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
         version = claude_version()
     except (ClaudeBinaryNotFound, OSError) as exc:
         fail(f"no Claude Code CLI to drive: {exc}")
+    from dexai_memory.config import load_settings
+
     out = _Out(ctx.json)
     tmp = Path(tempfile.mkdtemp(prefix="dexai-demo-"))
+    home = tmp / "memory"
+    settings = load_settings(home=home)
     ok = False
-    report: dict[str, Any] = {"claude_version": version, "facts": [f for f, _ in FACTS]}
+    report: dict[str, Any] = {"claude_version": version, "said": FACTS_PROMPT, "keys": list(KEYS)}
     try:
-        home = tmp / "memory"
         plugin, plugin_note = _plugin_dir(tmp)
-        out.step("Plant three facts in a fresh memory store")
-        asyncio.run(_plant(home))
-        for fact, kind in FACTS:
-            out.info(f"+ [{kind.lower()}] {fact}")
         with FakeMessagesAPI(compaction_summary=SUMMARY) as api:
             out.step("Start Claude Code against a local fake Messages API (no network, no API key)")
             out.info(f"claude {version} ({binary.name} bundled with claude-agent-sdk), {plugin_note} loaded")
-            out.info(f"fake API on {api.base_url}; its compaction summary will be: {SUMMARY!r}")
+            out.info(f"fake API on {api.base_url}; signed in with a token, no ANTHROPIC_API_KEY: "
+                     "dexai-memory uses its offline extractor")
+            out.info(f"an empty memory store in {home}; nothing else is started by this demo")
             env = {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "demo",
                    "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
             run = ClaudeRun(home=tmp / "claude-home", base_url=api.base_url, cwd=tmp / "project",
-                            plugin_dirs=[plugin], env=env, timeout=timeout)
+                            plugin_dirs=[plugin], env=env, timeout=timeout, auth="token")
 
-            out.step(f'First prompt: "{FIRST_PROMPT}"')
-            first = run(FIRST_PROMPT)
+            out.step(f'The user says: "{FACTS_PROMPT}"')
+            first = run(FACTS_PROMPT)
             if not first.ok:
                 raise click.ClickException(f"Claude Code failed on the first prompt: {first.stderr.strip()[-500:]}")
-            blocks = _memory_blocks(text_of(api.message_requests()[-1]))
-            out.info("the request Claude Code sent carried this memory (SessionStart + auto-recall hooks):")
-            for b in blocks:
-                out.block(b)
+            started = lock_held(settings)
+            report["daemon_started_by_hooks"] = started
+            out.info("the Stop hook queued the turn for extraction"
+                     + ("; the hooks started the memory daemon (detached) to extract it" if started else
+                        " (daemon.autostart is off: PreCompact will extract it inline)"))
+            out.step(f'Another turn: "{FILLER}"')
+            if not run.resume(FILLER).ok:
+                raise click.ClickException("Claude Code failed on the second prompt")
 
             out.step("/compact: the conversation is summarised and the facts are dropped from it")
             compacted = run.resume("/compact")
@@ -148,7 +165,12 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
             if not any(is_compaction_prompt(r.body) for r in requests):
                 raise click.ClickException("Claude Code did not send a compaction request")
             out.info(f"summary: {SUMMARY!r}")
-            out.info("PreCompact hook: transcript backed up, task snapshot taken, compaction marker written")
+            stored = asyncio.run(_stored(home))
+            report["stored"] = [c for _, c in stored]
+            out.info("PreCompact hook: queued turns extracted, transcript backed up, task snapshot taken; "
+                     "memory now holds:")
+            for kind, content in stored:
+                out.info(f"  + [{kind.lower()}] {content}")
 
             out.step(f'Next prompt: "{NEXT_PROMPT}"')
             after = run.resume(NEXT_PROMPT)
@@ -159,20 +181,21 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
             first_after = text_of(requests[idx + 1]) if idx + 1 < len(requests) else ""
             blocks = _memory_blocks(first_after)
             outside = re.sub(r"<dexai-memory>.*?</dexai-memory>", "", first_after, flags=re.S)
+            outside = outside.replace(FACTS_PROMPT, "")
             out.info("the first request after compaction carried (SessionStart(compact) re-injection):")
             for b in blocks:
                 out.block(b)
-            survived = [f for f, _ in FACTS if any(f in b for b in blocks)]
-            from_summary = [f for f, _ in FACTS if f in outside]
+            survived = [k for k in KEYS if any(k in b for b in blocks)]
+            from_summary = [k for k in KEYS if k in outside]
             report.update(survived=survived, from_summary=from_summary, requests=len(requests))
-            ok = len(survived) == len(FACTS) and not from_summary
+            ok = len(survived) == len(KEYS) and not from_summary
 
         out.step("Result")
         if ok:
-            out.info(click.style(f"✓ all {len(FACTS)} facts reached the model again after /compact, "
+            out.info(click.style(f"✓ all {len(KEYS)} facts said before /compact reached the model again after it, "
                                  "from dexai-memory (the summary kept none of them)", fg="green"))
         else:
-            missing = [f for f, _ in FACTS if f not in report.get("survived", [])]
+            missing = [k for k in KEYS if k not in report.get("survived", [])]
             out.info(click.style(f"✗ {len(missing)} fact(s) did not come back after /compact: {missing}", fg="red"))
             log = home / "hooks.log"
             if log.exists() and log.read_text().strip():
@@ -182,14 +205,15 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
         report["error"] = exc.message
         if not ctx.json:
             click.secho(f"\n✗ {exc.message}", fg="red", err=True)
-            log = tmp / "memory" / "hooks.log"
+            log = home / "hooks.log"
             if log.exists():
                 click.echo(log.read_text()[-2000:], err=True)
     finally:
+        stop(settings, timeout=15)  # the daemon the hooks started lives in the temp dir
         if keep:
             report["dir"] = str(tmp)
             if not ctx.json:
-                click.echo(f"\n   kept {tmp} (transcripts in memory/transcripts, hook log in memory/hooks.log)")
+                click.echo(f"\n   kept {tmp} (transcripts in memory/transcripts, hook and daemon logs in memory/)")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     report["ok"] = ok

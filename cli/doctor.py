@@ -81,18 +81,48 @@ async def _provider_check(settings: Settings) -> Check:
     return Check(name, status.healthy, detail or "healthy", "; ".join(status.problems))
 
 
+#: Seconds queued turns may wait with no worker before doctor calls it a problem.
+STALE_QUEUE_SECONDS = 120.0
+
+
 def _queue_checks(settings: Settings) -> list[Check]:
+    import time
+
+    from dexai_memory.daemon_control import autostart_enabled, lock_held, log_path, status
+
+    daemon = status(settings, timeout=1.0)
+    if daemon.answering:
+        checks = [Check("daemon", True, f"running (pid {daemon.pid}, version {daemon.version}); log {daemon.log}")]
+    elif daemon.running:
+        checks = [Check("daemon", True, f"starting or busy (pid {daemon.pid}); log {daemon.log}")]
+    elif autostart_enabled(settings):
+        checks = [Check("daemon", True, "not running; the hooks start one when needed (daemon.autostart)")]
+    else:
+        checks = [Check("daemon", True, "not running, autostart off: hooks extract at PreCompact/SessionEnd; "
+                                        "run 'dexai daemon start' (or your service) for extraction after every turn")]
     path = settings.home / "queue.db"
     if not path.exists():
-        return [Check("extraction queue", True, "empty (no queue.db yet)")]
+        return [*checks, Check("extraction queue", True, "empty (no queue.db yet)")]
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         dead = conn.execute("SELECT COUNT(*) FROM dead_letters").fetchone()[0] if "dead_letters" in tables else 0
+        pending, oldest = (conn.execute("SELECT COUNT(*), MIN(enqueued_at) FROM jobs WHERE status = 'pending'")
+                           .fetchone() if "jobs" in tables else (0, None))
         conn.close()
     except sqlite3.Error as exc:
-        return [Check("extraction queue", False, f"{path}: {exc}", "move queue.db aside; pending turns in it are kept")]
+        return [*checks, Check("extraction queue", False, f"{path}: {exc}",
+                               "move queue.db aside; pending turns in it are kept")]
     if dead:
-        return [Check("extraction queue", False, f"{dead} failed extraction(s) kept as dead letters",
-                      "dexai memory retry  (replays them)")]
-    return [Check("extraction queue", True, "no dead letters")]
+        return [*checks, Check("extraction queue", False, f"{dead} failed extraction(s) kept as dead letters",
+                               "dexai memory retry  (replays them)")]
+    waited = time.time() - oldest if oldest else 0.0
+    if pending and waited > STALE_QUEUE_SECONDS and not lock_held(settings):
+        fix = ("dexai memory retry  (extracts them now), or dexai daemon start; if the hooks cannot start it, "
+               f"see {log_path(settings)}") if autostart_enabled(settings) else \
+            "dexai memory retry  (extracts them now), or start the daemon (daemon.autostart is off)"
+        return [*checks, Check("extraction queue", False,
+                               f"{pending} turn(s) waiting {waited / 60:.0f} min with no daemon to extract them", fix)]
+    if pending:
+        return [*checks, Check("extraction queue", True, f"{pending} turn(s) queued, no dead letters")]
+    return [*checks, Check("extraction queue", True, "empty, no dead letters")]

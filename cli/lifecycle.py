@@ -85,9 +85,9 @@ async def _retry(ctx: Context, ids: tuple[int, ...], list_only: bool) -> dict[st
         letters = [d.to_dict() for d in queue.dead_letters()]
         result: dict[str, Any] = {"dead_letters": letters, "requeued": 0, "processed": 0, "still_failing": 0,
                                   "handled_by": None}
-        if list_only or not letters:
+        if list_only or (not letters and not queue.pending_count()):
             return result
-        result["requeued"] = queue.retry_dead_letters(list(ids) if ids else None)
+        result["requeued"] = queue.retry_dead_letters(list(ids) if ids else None) if letters else 0
         reply = ipc_request(settings.socket_path, {"op": "flush", "timeout": 30}, 35)
         if reply is not None and reply.get("ok"):
             result["handled_by"] = "daemon"
@@ -116,7 +116,8 @@ async def _retry(ctx: Context, ids: tuple[int, ...], list_only: bool) -> dict[st
 @click.option("--id", "ids", multiple=True, type=int, help="Replay only this dead letter (repeatable).")
 @common_options
 def retry(list_only: bool, ids: tuple[int, ...], ctx: Context) -> None:
-    """Replay failed extractions (dead letters of the queue, every user's).
+    """Replay failed extractions (dead letters of the queue, every user's), and
+    extract turns still waiting in the queue.
 
     A running daemon ('dexai daemon') processes them; without one they are
     processed here. Jobs that fail again go back to the queue's retry cycle.
@@ -126,7 +127,7 @@ def retry(list_only: bool, ids: tuple[int, ...], ctx: Context) -> None:
     for d in result["dead_letters"]:
         lines.append(f"  #{d['id']} {d['user_id']} turn {d['turn_id']} ({d['attempts']} attempts): {_clip(d['error'], 70)}"
                      f"\n      {_clip(d['content'], 80)}")
-    if result["requeued"]:
+    if result["requeued"] or result["processed"]:
         lines.append(f"requeued {result['requeued']}, processed {result['processed']} by {result['handled_by']}"
                      + (f", {result['still_failing']} still failing (kept)" if result["still_failing"] else ""))
     ctx.emit(result, "\n".join(lines))
