@@ -182,6 +182,10 @@ def spawn(settings: Settings, *, reason: str, idle_exit_minutes: float | None = 
         return None
     finally:
         os.close(fd)
+    # reap it when it exits (a long-lived caller such as an Agent SDK app would keep a zombie)
+    import threading
+
+    threading.Thread(target=proc.wait, name="dexai-daemon-reaper", daemon=True).start()
     logger.info("started the memory daemon (pid %s): %s", proc.pid, reason)
     return proc.pid
 

@@ -48,6 +48,9 @@ async def drain_queue(settings: Settings, provider: MemoryProvider, budget: floa
 
     queue = ExtractionQueue.from_settings(settings)
     try:
+        if budget <= 0:
+            queue.open()
+            return {"processed": 0, "pending": queue.pending_count(), "flushed": False, "busy": False}
         try:
             queue.claim()
         except QueueError:
@@ -121,6 +124,8 @@ def pre_compact(settings: Settings, request: dict[str, Any], budget: float | Non
     wait = settings.hooks.inline_flush_seconds if budget is None else budget
     t0 = time.monotonic()
     box: dict[str, Any] = {}
+    if wait <= 0:
+        wait = -5.0  # no extraction; the snapshot and the transcript are still recorded
 
     async def work(provider: MemoryProvider, left: float) -> dict[str, Any]:
         async def drain() -> bool:
