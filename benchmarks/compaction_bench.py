@@ -1,29 +1,27 @@
-"""Compaction survival (issue 5, part 2): do planted facts reach the model after each compaction?
+"""Compaction survival (issues 5 and 10): do facts said in the conversation reach the model after each compaction?
 
 A scripted long session through the real Claude Code CLI (the one bundled with
 claude-agent-sdk, driven by :mod:`dexai_memory.harness`) against the local fake
 Messages API (:mod:`dexai_memory.fakeapi`), whose compaction summary keeps
-nothing (``"The user and assistant chatted."``). Two arms, same prompts, same
-fake model:
+nothing (``"The user and assistant chatted."``). As installed: the CLI signs in
+with a token (no ``ANTHROPIC_API_KEY`` anywhere, so dexai-memory runs its
+offline extractor), the benchmark starts no daemon and writes nothing to the
+store; every fact reaches memory only by being said in the conversation. Three
+arms, same prompts, same fake model:
 
-* **with** dexai-memory: the repository's plugin is loaded (every hook of
-  ``hooks/hooks.json`` runs), a ``dexai daemon`` serves the hooks (extraction
-  with the offline extractor, hybrid recall), and a fresh memory store is used;
+* **autostart**: the repository's plugin is loaded; its hooks start the
+  daemon themselves when none answers (``daemon.autostart: true``, the
+  default) and it extracts the captured turns;
+* **inline**: the plugin with ``daemon.autostart: false``: no daemon ever
+  runs; PreCompact extracts the queued turns in the hook process;
 * **without**: the same session with no plugin and no hooks.
 
 Session script
 --------------
 1. *Planting*: the user states the N facts in the first prompts (four a
-   prompt), in both arms, so before any compaction every fact is in context.
-   In the *with* arm each fact also reaches the store through one of three
-   channels (``FACTS[i].channel``):
-
-   ``pin``       the user pins it: ``dexai memory add TEXT --type T --importance 8 --pin``;
-   ``remember``  an explicit "remember this" statement: the ``remember`` tool's code
-                 (:func:`dexai_memory.tools.remember`, category preference / warning /
-                 goal / fact), as an agent with the memory tools would call it;
-   ``prompt``    nothing but the prompt: captured by the hooks (UserPromptSubmit/Stop ->
-                 gate -> queue) and extracted by the daemon's pipeline.
+   prompt), in every arm, so before any compaction every fact is in context.
+   The ``channel`` of a fact (pin / remember / prompt) is kept in the data for
+   comparison with earlier results, but as installed every fact is only said.
 
 2. *Rounds*: each round runs ``--fillers`` filler turns (generic coding
    requests that share no distinctive word with any fact), then compacts:
@@ -44,16 +42,15 @@ hook context included). The token survives any rewording by the extractor
 ``<dexai-memory>`` block, *outside* those found elsewhere (the summary keeps
 nothing, so outside hits can only come from messages kept verbatim).
 
-Reported per round and arm: survival of all planted facts, of pinned facts
-and of high-importance facts (``pin`` + ``remember`` preference / warning /
-goal, importance >= 7), the injected blocks' tokens
+Reported per round and arm: survival of all planted facts and of the facts
+that must rank high (preferences, warnings and decisions), the injected blocks' tokens
 (:func:`dexai_memory.tokens.count_tokens`; the largest single block and the
 sum of the blocks of that request) and the round's wall time. For every fact
 missing in the *with* arm, a diagnosis says which part of the pipeline lost
 it (capture, profile/commitment eligibility, section budget, relevance).
 
-Targets (issue 5): 100 % of pinned and high-importance facts and >= 95 % of
-all facts after every round, injected block <= 800 tokens. Defaults: N=20,
+Targets (issue 5): 100 % of high-importance facts and >= 95 % of all facts
+after every round, injected block <= 800 tokens, in both memory arms. Defaults: N=20,
 K=4; ``--quick``: N=5, K=2.
 """
 
@@ -64,7 +61,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -127,8 +123,8 @@ class PlantedFact:
 
     @property
     def high(self) -> bool:
-        """Planted with importance >= 7: pinned (8) or remembered as preference/warning/goal (7)."""
-        return self.channel == "pin" or (self.channel == "remember" and self.kind != "decision")
+        """Must rank high (importance >= 7 in the store): preferences, warnings, decisions."""
+        return self.kind in ("preference", "warning", "decision")
 
     def pattern(self) -> re.Pattern[str]:
         return re.compile(rf"(?<![A-Za-z0-9]){re.escape(self.token)}(?![A-Za-z0-9])", re.IGNORECASE)
@@ -256,7 +252,8 @@ class RoundResult:
 
 @dataclass
 class ArmResult:
-    with_memory: bool
+    mode: str
+    """without | autostart | inline"""
     before: dict[str, bool] = field(default_factory=dict)
     """Presence in the last request before the first compaction (sanity: all present)."""
     rounds: list[RoundResult] = field(default_factory=list)
@@ -264,6 +261,14 @@ class ArmResult:
     wall_s: float = 0.0
     runs: int = 0
     diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def with_memory(self) -> bool:
+        return self.mode != "without"
+
+
+#: The arms, in the order they run.
+ARMS = ("without", "autostart", "inline")
 
 
 # --------------------------------------------------------------------------- measuring
@@ -315,76 +320,6 @@ def _dexai(*args: str, home: Path) -> Any:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-class Daemon:
-    """``dexai daemon --no-schedule`` in the background, for the hooks of the *with* arm."""
-
-    def __init__(self, home: Path):
-        self.home = home
-        self.proc: subprocess.Popen[str] | None = None
-        self.log = home / "daemon.log"
-
-    def start(self, timeout: float = 60.0) -> None:
-        log = self.log.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dexai_memory.cli.main", "daemon", "--no-schedule", "--json"],
-            env=_child_env(self.home), stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
-        log.close()
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if line.startswith("{") and json.loads(line).get("ready"):
-                return
-        raise RuntimeError(f"dexai daemon did not start: {self.log.read_text()[-1500:]}")
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.proc = None
-
-
-def plant_pins(facts: Sequence[PlantedFact], home: Path) -> dict[str, str]:
-    """Pin the ``pin`` facts with the CLI; returns {fact key: memory id}."""
-    ids = {}
-    for f in facts:
-        if f.channel == "pin":
-            out = _dexai("memory", "add", f.stored, "--type", KIND_TYPES[f.kind], "--importance",
-                         str(PIN_IMPORTANCE), "--pin", home=home)
-            ids[f.key] = str(out["id"])
-    return ids
-
-
-async def _remember(facts: Sequence[PlantedFact], home: Path) -> dict[str, Any]:
-    from dexai_memory.config import load_settings
-    from dexai_memory.providers import make_provider
-    from dexai_memory.tools import remember
-
-    out: dict[str, Any] = {}
-    settings = load_settings(home=home)
-    async with make_provider(settings) as provider:
-        for f in facts:
-            if f.channel == "remember":
-                res = await remember(provider, f.stored, KIND_CATEGORIES[f.kind], user_id=USER)
-                out[f.key] = {"status": res.status.value, "id": res.memory.id if res.memory else None}
-    return out
-
-
-def plant_remembered(facts: Sequence[PlantedFact], home: Path) -> dict[str, Any]:
-    """Store the ``remember`` facts through the ``remember`` tool's code."""
-    return asyncio.run(_remember(facts, home))
-
-
 # --------------------------------------------------------------------------- one arm
 
 
@@ -393,24 +328,25 @@ def _answering(prompt: str) -> Callable[[dict[str, Any]], bool]:
     return lambda body: not is_compaction_prompt(body) and prompt in last_user_text(body)
 
 
-def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float = 180.0) -> ArmResult:
-    """Run the scripted session once (with or without dexai-memory) and measure every round."""
-    arm = ArmResult(with_memory=with_memory)
+def run_arm(scenario: Scenario, *, mode: str, tmp: Path, timeout: float = 180.0) -> ArmResult:
+    """Run the scripted session once (``mode``: without | autostart | inline) and measure every round."""
+    from dexai_memory.config import load_settings
+    from dexai_memory.daemon_control import lock_held, stop
+
+    arm = ArmResult(mode=mode)
     facts = scenario.facts
     home = tmp / "memory"
     home.mkdir(parents=True)
-    # The offline extractor, whatever keys the environment holds (the CLI gets a dummy key).
-    (home / "memory.yaml").write_text("extraction:\n  extractor: offline\n", encoding="utf-8")
-    daemon = Daemon(home) if with_memory else None
     t_arm = time.monotonic()
     try:
         with FakeMessagesAPI(compaction_summary=SUMMARY) as api:
             env = memory_env(home)
-            if not with_memory:
+            env["DEXAI_DAEMON_AUTOSTART"] = "1" if mode == "autostart" else "0"
+            if not arm.with_memory:
                 env["DEXAI_MEMORY_DISABLED"] = "1"  # belt and braces: no plugin is loaded anyway
             run = ClaudeRun(home=tmp / "claude-home", base_url=api.base_url, cwd=tmp / "project",
-                            plugin_dirs=[REPO_ROOT] if with_memory else [], env=env,
-                            autocompact=AUTOCOMPACT_WINDOW, timeout=timeout)
+                            plugin_dirs=[REPO_ROOT] if arm.with_memory else [], env=env,
+                            autocompact=AUTOCOMPACT_WINDOW, timeout=timeout, auth="token")
 
             def turn(prompt: str, *, first: bool = False) -> None:
                 res = run(prompt) if first else run.resume(prompt)
@@ -419,10 +355,6 @@ def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float 
                     raise RuntimeError(f"claude failed on {prompt[:40]!r}: {res.stderr.strip()[-800:]}")
 
             t0 = time.monotonic()
-            if daemon is not None:
-                daemon.start()
-                arm.diagnostics["pins"] = plant_pins(facts, home)
-                arm.diagnostics["remember"] = plant_remembered(facts, home)
             prompts = scenario.planting_prompts()
             for i, prompt in enumerate(prompts):
                 turn(prompt, first=i == 0)
@@ -459,14 +391,15 @@ def run_arm(scenario: Scenario, *, with_memory: bool, tmp: Path, timeout: float 
                     block_tokens=[count_tokens(b) for b in memory_blocks(text)], blocks=memory_blocks(text),
                     wall_s=time.monotonic() - t_round, request_index=idx[-1] + 1,
                     summary_only="This session is being continued from a previous conversation" in text))
-                say(f"  {'with' if with_memory else 'without'} memory, round {rnd} ({trigger}): "
+                say(f"  {mode}, round {rnd} ({trigger}): "
                     f"{sum(present.values())}/{len(facts)} present, "
                     f"{time.monotonic() - t_round:.1f}s")
-            if daemon is not None:
+            if arm.with_memory:
+                arm.diagnostics["daemon_ran"] = lock_held(load_settings(home=home))
                 arm.diagnostics.update(asyncio.run(diagnose(scenario, arm, home, api, session_id=run.last_session_id)))
     finally:
-        if daemon is not None:
-            daemon.stop()
+        if arm.with_memory:
+            stop(load_settings(home=home), timeout=15)  # the daemon the hooks started, if any
     arm.wall_s = time.monotonic() - t_arm
     return arm
 
@@ -607,76 +540,74 @@ def _pct(x: float | None) -> float | None:
 
 def summarize(scenario: Scenario, arms: dict[str, ArmResult]) -> dict[str, Any]:
     facts = scenario.facts
-    pinned = [f for f in facts if f.pinned]
     high = [f for f in facts if f.high]
-    w, wo = arms["with"], arms["without"]
-    summary: dict[str, Any] = {"facts": len(facts), "rounds": len(w.rounds)}
-    for r_w, r_wo in zip(w.rounds, wo.rounds, strict=True):
-        n = r_w.round
-        summary[f"with_pct_r{n}"] = _pct(r_w.share(facts))
-        summary[f"without_pct_r{n}"] = _pct(r_wo.share(facts))
-        summary[f"with_pinned_pct_r{n}"] = _pct(r_w.share(pinned))
-        summary[f"with_high_pct_r{n}"] = _pct(r_w.share(high))
-        summary[f"max_block_tokens_r{n}"] = max(r_w.block_tokens, default=0)
-    summary["with_min_pct"] = min(_pct(r.share(facts)) or 0.0 for r in w.rounds)
+    wo = arms["without"]
+    summary: dict[str, Any] = {"facts": len(facts), "rounds": len(wo.rounds)}
+    for r in wo.rounds:
+        summary[f"without_pct_r{r.round}"] = _pct(r.share(facts))
     summary["without_last_pct"] = _pct(wo.rounds[-1].share(facts))
-    summary["with_high_min_pct"] = min(_pct(r.share(high)) or 0.0 for r in w.rounds) if high else None
-    summary["max_block_tokens"] = max((t for r in w.rounds for t in r.block_tokens), default=0)
-    summary["targets_met"] = (
-        "yes" if (summary["with_min_pct"] >= 95.0 and (summary["with_high_min_pct"] or 100.0) >= 100.0
-                  and summary["max_block_tokens"] <= BLOCK_TARGET) else "no")
-    summary["with_wall_s"] = round(w.wall_s, 1)
+    met = True
+    for mode in ARMS[1:]:
+        arm = arms[mode]
+        for r in arm.rounds:
+            summary[f"{mode}_pct_r{r.round}"] = _pct(r.share(facts))
+            summary[f"{mode}_high_pct_r{r.round}"] = _pct(r.share(high))
+            summary[f"{mode}_max_block_tokens_r{r.round}"] = max(r.block_tokens, default=0)
+        summary[f"{mode}_min_pct"] = min(_pct(r.share(facts)) or 0.0 for r in arm.rounds)
+        summary[f"{mode}_high_min_pct"] = min(_pct(r.share(high)) or 0.0 for r in arm.rounds) if high else None
+        summary[f"{mode}_max_block_tokens"] = max((t for r in arm.rounds for t in r.block_tokens), default=0)
+        summary[f"{mode}_wall_s"] = round(arm.wall_s, 1)
+        summary[f"{mode}_daemon_ran"] = arm.diagnostics.get("daemon_ran")
+        met = met and summary[f"{mode}_min_pct"] >= 95.0 and (summary[f"{mode}_high_min_pct"] or 100.0) >= 100.0 \
+            and summary[f"{mode}_max_block_tokens"] <= BLOCK_TARGET
     summary["without_wall_s"] = round(wo.wall_s, 1)
+    summary["targets_met"] = "yes" if met else "no"
     return summary
 
 
 def render(scenario: Scenario, arms: dict[str, ArmResult]) -> str:
     facts = scenario.facts
-    pinned = [f for f in facts if f.pinned]
     high = [f for f in facts if f.high]
-    rows = []
-    w, wo = arms["with"], arms["without"]
-    rows.append(["0 (before)", "-", _pct(sum(wo.before.values()) / len(facts)),
-                 _pct(sum(w.before.values()) / len(facts)), None, None, None, None, None])
-    for r_w, r_wo in zip(w.rounds, wo.rounds, strict=True):
-        rows.append([str(r_w.round), r_w.trigger, _pct(r_wo.share(facts)), _pct(r_w.share(facts)),
-                     _pct(r_w.share(pinned)), _pct(r_w.share(high)), max(r_w.block_tokens, default=0),
-                     sum(r_w.block_tokens), round(r_w.wall_s, 1)])
+    wo = arms["without"]
+    rows = [["0 (before)", "-", _pct(sum(wo.before.values()) / len(facts)),
+             *[_pct(sum(arms[m].before.values()) / len(facts)) for m in ARMS[1:]], None, None, None]]
+    auto, inline = arms["autostart"], arms["inline"]
+    for r_wo, r_a, r_i in zip(wo.rounds, auto.rounds, inline.rounds, strict=True):
+        rows.append([str(r_a.round), r_a.trigger, _pct(r_wo.share(facts)), _pct(r_a.share(facts)),
+                     _pct(r_i.share(facts)), f"{_pct(r_a.share(high))} / {_pct(r_i.share(high))}",
+                     f"{max(r_a.block_tokens, default=0)} / {max(r_i.block_tokens, default=0)}",
+                     f"{r_a.wall_s:.1f} / {r_i.wall_s:.1f}"])
     table = format_table(
-        ["round", "trigger", "without %", "with %", "pinned %", "high-imp. %", "max block tok",
-         "blocks tok", "wall s (with)"], rows,
-        title=f"Compaction survival: {len(facts)} facts ({len(pinned)} pinned, {len(high)} high-importance), "
-              f"{len(w.rounds)} compactions, summary {SUMMARY!r}")
+        ["round", "trigger", "without %", "autostart %", "inline %", "high % (auto / inline)",
+         "max block tok", "wall s"], rows,
+        title=f"Compaction survival as installed: {len(facts)} facts said in the conversation "
+              f"({len(high)} that must rank high), {len(wo.rounds)} compactions, summary {SUMMARY!r}")
     lines = [table]
-    misses = w.diagnostics.get("misses") or []
-    if misses:
-        lines += ["", "Facts missing with dexai-memory (fact [kind/channel] rounds -> the stage that lost it):"]
-        grouped: dict[tuple[str, str, str, str], list[int]] = {}
-        for m in misses:
-            grouped.setdefault((m["token"], m["kind"], m["channel"], m["stage"]), []).append(m["round"])
-        for (token, kind, channel, stage), rounds in grouped.items():
-            lines.append(f"  {token} [{kind}/{channel}] r{','.join(map(str, rounds))} -> {stage}")
-    whatif = w.diagnostics.get("whatif_importance_fill")
-    if whatif:
-        lines += ["", f"What-if (computed from the final store, not through the CLI): a post-compaction block "
-                      f"filled by pinned/importance order up to {whatif['max_tokens']} tokens would carry "
-                      f"{whatif['facts_present']}/{len(facts)} facts in {whatif['tokens']} tokens."]
-    leaked = sorted({f.token for r in w.rounds for f in facts if r.outside[f.key]})
-    if leaked:
-        lines += ["", f"present outside memory blocks (messages kept verbatim): {', '.join(leaked)}"]
+    for mode in ARMS[1:]:
+        arm = arms[mode]
+        misses = arm.diagnostics.get("misses") or []
+        if misses:
+            lines += ["", f"Facts missing ({mode}; fact [kind] rounds -> the stage that lost it):"]
+            grouped: dict[tuple[str, str, str], list[int]] = {}
+            for m in misses:
+                grouped.setdefault((m["token"], m["kind"], m["stage"]), []).append(m["round"])
+            for (token, kind, stage), rounds in grouped.items():
+                lines.append(f"  {token} [{kind}] r{','.join(map(str, rounds))} -> {stage}")
+        leaked = sorted({f.token for r in arm.rounds for f in facts if r.outside[f.key]})
+        if leaked:
+            lines += ["", f"{mode}: present outside memory blocks (messages kept verbatim): {', '.join(leaked)}"]
     return "\n".join(lines)
 
 
 def arm_dict(arm: ArmResult, facts: Sequence[PlantedFact]) -> dict[str, Any]:
     return {
-        "with_memory": arm.with_memory,
+        "mode": arm.mode,
         "setup_s": round(arm.setup_s, 2),
         "wall_s": round(arm.wall_s, 2),
         "claude_runs": arm.runs,
         "before_first_compaction_pct": _pct(sum(arm.before.values()) / len(facts)) if arm.before else None,
         "rounds": [{
             "round": r.round, "trigger": r.trigger, "survival_pct": _pct(r.share(facts)),
-            "pinned_pct": _pct(r.share([f for f in facts if f.pinned])),
             "high_importance_pct": _pct(r.share([f for f in facts if f.high])),
             "block_tokens": r.block_tokens, "wall_s": round(r.wall_s, 2),
             "continued_from_summary": r.summary_only,
@@ -705,9 +636,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="dexai-compaction-bench-"))
     try:
         arms: dict[str, ArmResult] = {}
-        for name, with_memory in (("without", False), ("with", True)):
-            say(f"{name} dexai-memory: {n} facts, {scenario.rounds} compactions ...")
-            arms[name] = run_arm(scenario, with_memory=with_memory, tmp=tmp / name)
+        for mode in ARMS:
+            say(f"{mode}: {n} facts, {scenario.rounds} compactions ...")
+            arms[mode] = run_arm(scenario, mode=mode, tmp=tmp / mode)
     finally:
         if args.keep:
             say(f"kept {tmp}")

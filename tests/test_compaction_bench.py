@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 ENVELOPE = {"benchmark", "schema", "date", "quick", "machine", "params", "summary", "results"}
-ROUND_KEYS = {"round", "trigger", "survival_pct", "pinned_pct", "high_importance_pct", "block_tokens", "wall_s",
+ROUND_KEYS = {"round", "trigger", "survival_pct", "high_importance_pct", "block_tokens", "wall_s",
               "continued_from_summary", "present", "missing", "in_block", "outside_block"}
 
 
@@ -49,7 +49,7 @@ def check_result(path: Path, stdout: str) -> None:
             assert math.isfinite(value), key
 
     results = data["results"]
-    assert set(results) == {"with", "without"}
+    assert set(results) == {"autostart", "inline", "without"}
     for arm in results.values():
         # before any compaction every planted fact is in what the model receives
         assert arm["before_first_compaction_pct"] == 100.0
@@ -64,11 +64,13 @@ def check_result(path: Path, stdout: str) -> None:
     # without dexai-memory nothing is injected, and the empty summary keeps no fact
     for r in results["without"]["rounds"]:
         assert r["block_tokens"] == [] and r["present"] == []
-    # with it, the re-injected block is measured and every miss is explained
-    with_arm = results["with"]
-    assert all(r["block_tokens"] for r in with_arm["rounds"])
-    diag = with_arm["diagnostics"]
-    assert set(diag["facts"]) == {f["key"] for f in params["planted"]}
-    missing = {(r["round"], k) for r in with_arm["rounds"] for k in r["missing"]}
-    assert {(m["round"], m["fact"]) for m in diag["misses"]} == missing
-    assert all(m["stage"] for m in diag["misses"])
+    # with it (both arms), the re-injected block is measured and every miss is explained
+    for mode in ("autostart", "inline"):
+        with_arm = results[mode]
+        assert all(r["block_tokens"] for r in with_arm["rounds"])
+        diag = with_arm["diagnostics"]
+        assert diag["daemon_ran"] is (mode == "autostart")  # the hooks started it, or nothing ran
+        assert set(diag["facts"]) == {f["key"] for f in params["planted"]}
+        missing = {(r["round"], k) for r in with_arm["rounds"] for k in r["missing"]}
+        assert {(m["round"], m["fact"]) for m in diag["misses"]} == missing
+        assert all(m["stage"] for m in diag["misses"])
