@@ -125,6 +125,8 @@ def time_hook(argv: Sequence[str], event: str, settings: Settings, payloads: Seq
               cpu_key: str | None = None) -> list[float]:
     """Wall ms per run (process start to exit); CPU ms (user+sys) kept in CPU_MS[cpu_key]."""
     env = {**os.environ, "DEXAI_MEMORY_HOME": str(settings.home), "DEXAI_MEMORY_USER": USER,
+           # "without a daemon" means none: the hooks must not start one (the daemon rows use a stand-in)
+           "DEXAI_DAEMON_AUTOSTART": "0",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = []
     for payload in payloads:

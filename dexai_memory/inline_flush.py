@@ -31,16 +31,22 @@ from .providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 
+#: Seconds between attempts to become the queue's consumer while another one holds it.
+CLAIM_POLL_SECONDS = 0.1
+
 
 def keyword_settings(settings: Settings) -> Settings:
     """``settings`` with keyword-only search (no query embedding: no model to load)."""
     return dataclasses.replace(settings, search=dataclasses.replace(settings.search, fusion="bm25"))
 
 
-async def drain_queue(settings: Settings, provider: MemoryProvider, budget: float) -> dict[str, Any]:
+async def drain_queue(settings: Settings, provider: MemoryProvider, budget: float, *,
+                      yield_to_daemon: bool = False) -> dict[str, Any]:
     """Process the queued turns with the offline extractor on ``provider`` for up to ``budget``
     seconds. Returns ``processed``, ``pending`` (left queued), ``flushed`` (nothing left due)
-    and ``busy`` (another consumer holds the queue: nothing was done)."""
+    and ``busy`` (another consumer holds the queue: nothing was done). While another consumer
+    holds the queue it is waited for, unless ``yield_to_daemon`` and a daemon now runs."""
+    from .daemon_control import lock_held
     from .extraction import make_classifier
     from .offline_extraction import OfflineExtractor
     from .pipeline import Pipeline
@@ -51,10 +57,16 @@ async def drain_queue(settings: Settings, provider: MemoryProvider, budget: floa
         if budget <= 0:
             queue.open()
             return {"processed": 0, "pending": queue.pending_count(), "flushed": False, "busy": False}
-        try:
-            queue.claim()
-        except QueueError:
-            return {"processed": 0, "pending": queue.pending_count(), "flushed": False, "busy": True}
+        deadline = time.monotonic() + budget
+        while True:  # another hook's (or a background) drain holds the queue for a moment at most
+            try:
+                queue.claim()
+                break
+            except QueueError:
+                if time.monotonic() + CLAIM_POLL_SECONDS >= deadline or (yield_to_daemon and lock_held(settings)):
+                    return {"processed": 0, "pending": queue.pending_count(), "flushed": False, "busy": True}
+                await asyncio.sleep(CLAIM_POLL_SECONDS)
+        budget = deadline - time.monotonic()
         if provider.classifier is None:
             provider.classifier = make_classifier(dataclasses.replace(
                 settings, extraction=dataclasses.replace(settings.extraction, extractor="offline")))
@@ -108,7 +120,8 @@ def flush(settings: Settings, budget: float | None = None) -> dict[str, Any]:
         return {"processed": 0, "flushed": False, "skipped": "hooks.inline_flush_seconds is 0"}
     t0 = time.monotonic()
     try:
-        out = _run(lambda: _with_provider(settings, wait, lambda p, left: drain_queue(settings, p, left)))
+        out = _run(lambda: _with_provider(settings, wait, lambda p, left: drain_queue(settings, p, left,
+                                                                                      yield_to_daemon=True)))
     except DexaiMemoryError as exc:
         logger.error("inline extraction failed: %s (the turns stay queued)", exc)
         return {"processed": 0, "flushed": False, "error": str(exc)}
@@ -129,7 +142,7 @@ def pre_compact(settings: Settings, request: dict[str, Any], budget: float | Non
 
     async def work(provider: MemoryProvider, left: float) -> dict[str, Any]:
         async def drain() -> bool:
-            box.update(await drain_queue(settings, provider, left))
+            box.update(await drain_queue(settings, provider, left, yield_to_daemon=True))
             return bool(box.get("flushed"))
 
         act = HookActions(settings, provider, flush=drain)

@@ -218,3 +218,18 @@ async def test_hooks_use_the_daemon_when_it_answers(daemon: _DaemonStub, tmp_pat
     archived = await daemon.provider.list(user_id="alice", filters=__import__(
         "dexai_memory.models", fromlist=["SearchFilters"]).SearchFilters(types=(MemoryType.TRANSCRIPT,)))
     assert archived and archived[0].metadata["path"].endswith("-auto.jsonl")
+
+
+def test_reflection_hint_reaches_the_model_on_user_prompt_submit(home: Path) -> None:
+    """A stated preference / correction / "remember this" adds a hint to consider `remember`
+    (dexai_memory.triggers), through UserPromptSubmit's additionalContext; not repeated at once."""
+    from dexai_memory.triggers import HINT_PREFIX
+
+    said = {"session_id": "h1", "prompt": "From now on, always run make check before every push."}
+    assert HINT_PREFIX in context_of(hook("user-prompt-submit", said, home), "UserPromptSubmit")
+    plain = {"session_id": "h1", "prompt": "Open the parser module."}
+    assert HINT_PREFIX not in context_of(hook("user-prompt-submit", plain, home), "UserPromptSubmit")
+    again = {"session_id": "h1", "prompt": "Always use ruff, never flake8."}
+    assert HINT_PREFIX not in context_of(hook("user-prompt-submit", again, home), "UserPromptSubmit")  # cool-down
+    fixed = {"session_id": "h2", "prompt": "No, I meant the staging cluster, not production."}
+    assert "correct" in context_of(hook("user-prompt-submit", fixed, home), "UserPromptSubmit").lower()

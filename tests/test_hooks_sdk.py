@@ -165,3 +165,43 @@ async def test_with_a_running_daemon(tmp_path: Path) -> None:
             input=json.dumps({"session_id": "d2", "prompt": "staging database password hint?"}), text=True,
             capture_output=True, env=env, timeout=60, check=False)
         assert "KIWI-9" in proc.stdout and daemon.ipc.requests >= 1
+
+
+async def test_sdk_turns_carry_their_time_so_tomorrow_becomes_a_dated_commitment(tmp_path: Path) -> None:
+    """One implementation of the events: the SDK path stamps turns like the command hooks, so a
+    relative date resolves and a promise becomes a COMMITMENT (it drifted before)."""
+    import tempfile
+
+    from dexai_memory.daemon import MemoryDaemon
+    from dexai_memory.models import utcnow
+
+    settings = load_settings(home=Path(tempfile.mkdtemp(prefix="dxt")))
+    async with MemoryDaemon(settings, schedule=False) as daemon:
+        hooks = memory_hooks(daemon, user_id="alice")
+        base = {"session_id": "t1", "cwd": str(tmp_path)}
+        await call(hooks, "UserPromptSubmit", {**base, "prompt": "I will call Priya about the Obelisk report "
+                                                                 "tomorrow.", "prompt_id": "p1"})
+        await call(hooks, "Stop", {**base, "last_assistant_message": "Noted."})
+        await call(hooks, "PreCompact", {**base, "trigger": "manual"})
+        memories = await daemon.provider.list(user_id="alice", filters=SearchFilters(types=(MemoryType.COMMITMENT,)))
+    assert memories, "the promise was not stored as a commitment"
+    tomorrow = (utcnow().date() + __import__("datetime").timedelta(days=1)).isoformat()
+    assert any(tomorrow in json.dumps(m.metadata) or tomorrow in m.content for m in memories), \
+        [(m.content, m.metadata) for m in memories]
+
+
+async def test_provider_mode_extracts_queued_turns_in_process(provider: NativeProvider, settings: Settings,
+                                                             tmp_path: Path) -> None:
+    """memory_hooks(provider): no daemon anywhere, the turn is still stored (in the background
+    after Stop, and for certain at PreCompact)."""
+    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    base = {"session_id": "pm1", "cwd": str(tmp_path)}
+    await call(hooks, "UserPromptSubmit", {**base, "prompt": "I live in Lisbon and my dentist is Dr Costa",
+                                           "prompt_id": "p1"})
+    await call(hooks, "Stop", {**base, "last_assistant_message": "Noted."})
+    assert await call(hooks, "PreCompact", {**base, "trigger": "manual"}) == {}
+    contents = [m.content for m in await provider.list(user_id="alice")]
+    assert any("Lisbon" in c for c in contents), contents
+    rows = sqlite3.connect(settings.home / "queue.db").execute(
+        "SELECT COUNT(*) FROM jobs WHERE status = 'pending'").fetchone()
+    assert rows[0] == 0
