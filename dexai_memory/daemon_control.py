@@ -28,12 +28,10 @@ import contextlib
 import fcntl
 import logging
 import os
-import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import __version__
 from .config import Settings
@@ -226,8 +224,7 @@ def replace_if_stale(settings: Settings, reply: dict[str, Any]) -> bool:
     return spawn(settings, reason=f"replace daemon {version} with {__version__}") is not None
 
 
-@dataclass(frozen=True)
-class DaemonStatus:
+class DaemonStatus(NamedTuple):
     """What ``dexai daemon status`` shows."""
 
     running: bool
@@ -241,9 +238,7 @@ class DaemonStatus:
     socket: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"running": self.running, "answering": self.answering, "pid": self.pid, "version": self.version,
-                "health": self.health, "autostart": self.autostart, "idle_exit_minutes": self.idle_exit_minutes,
-                "log": self.log, "socket": self.socket}
+        return dict(self._asdict())
 
 
 def status(settings: Settings, timeout: float = 2.0) -> DaemonStatus:
@@ -286,6 +281,8 @@ def stop(settings: Settings, timeout: float = 15.0) -> bool:
         if not lock_held(settings):
             return True
         if not signalled and time.monotonic() > deadline - timeout / 2:
+            import signal
+
             pid = read_pid(settings)
             if pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -44,8 +44,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .config import Settings
 from .hook_state import (
@@ -75,8 +74,7 @@ from .models import utcnow
 logger = logging.getLogger("dexai_memory.hook_events")
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """Text to inject and the ids of the memories in it."""
 
     text: str
@@ -117,8 +115,7 @@ class HookBackend(abc.ABC):
         """A turn ended (a daemon may start extracting at once)."""
 
 
-@dataclass(frozen=True)
-class HookContext:
+class HookContext(NamedTuple):  # NamedTuples: a dataclass costs ~1 ms to define in every hook process
     """One front end's settings, backend and identity. ``project`` scopes recall (None: all of
     the user's memories); captured turns are stored under ``project`` or, when it is None,
     :func:`~dexai_memory.hook_state.project_key` of the session's directory."""
@@ -267,6 +264,8 @@ def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
     prompt = str(state.get("last_prompt") or "")
     if prompt.strip() and state.get("queued_prompt") != prompt:
         tid = f"{_safe(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None
+        # raises when the queue cannot be written (disk full): the prompt stays marked unqueued,
+        # so the next Stop tries again
         ctx.backend.submit(_turn(ctx, payload, kind="user", role="user", text=prompt, tid=tid), [])
         state["queued_prompt"] = prompt
         save_session(settings, sid, state)
@@ -293,6 +292,9 @@ def on_session_end(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
 def handle(event: str, payload: dict[str, Any], ctx: HookContext) -> dict[str, Any] | str:
     """Run one hook ``event`` (a key of :data:`~dexai_memory.hook_state.EVENTS`). Returns the
     JSON object to answer (or, for pre-compact, the plain-text compaction instructions)."""
+    if not payload.get("session_id"):
+        # state files are per session: without an id, keep one user's state from another's
+        payload = {**payload, "session_id": f"no-session-{ctx.user_id}"}
     off = memory_disabled(ctx.settings, payload)
     if off:
         logger.debug("memory off for this hook (%s)", off)

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from . import __version__
 from .config import Settings
 from .hook_events import Block, HookBackend, HookContext, handle
 from .hook_state import (  # noqa: F401 - the hook state API, importable from here too
@@ -329,15 +330,18 @@ class CommandBackend(HookBackend):
 
     def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
         """The daemon's answer, or None (then a daemon is started when autostart is on)."""
-        from .daemon_control import ensure_daemon, replace_if_stale
-
         reply = daemon_request(self.settings, request, timeout)
         if reply is None:
+            from .daemon_control import ensure_daemon
+
             ensure_daemon(self.settings, reason=f"no daemon answered {request.get('op')}")
             return None
         self.daemon_seen = True
-        if replace_if_stale(self.settings, reply):
-            return None
+        if reply.get("version") not in (None, __version__):
+            from .daemon_control import replace_if_stale
+
+            if replace_if_stale(self.settings, reply):
+                return None
         return reply
 
     def l1(self, *, user_id: str, query: str | None, recent: Sequence[str], project: str | None,
@@ -481,12 +485,15 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
         if event == "pre-compact":
             with contextlib.suppress(Exception):
                 answer = compaction_instructions(Settings())
-    if isinstance(answer, str):
-        if answer:
-            stdout.write(answer + "\n")
-    else:
-        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
-    stdout.flush()
+    text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    # half an emoji (a lone surrogate) from a transcript must not make the answer unprintable
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    try:
+        if text:
+            stdout.write(text + "\n")
+        stdout.flush()
+    except (OSError, ValueError):  # stdout closed: nothing more a hook can do
+        logger.warning("hook %s could not write its answer", event)
     return 0
 
 

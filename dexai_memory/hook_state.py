@@ -110,12 +110,28 @@ def marker_path(settings: Settings, session_id: str | None) -> Path:
     return state_dir(settings) / f"compact-{_safe(session_id)}.json"
 
 
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically, mode 0600; on failure (disk full) no temporary
+    file is left behind and the error is raised."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = json.dumps(data, default=str, ensure_ascii=False).encode("utf-8", "replace")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, text)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def write_marker(settings: Settings, session_id: str | None, data: dict[str, Any]) -> Path:
     """Write the compaction marker atomically (trigger, time, snapshot, last prompt)."""
     path = marker_path(settings, session_id)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, data)
     return path
 
 
@@ -170,10 +186,7 @@ def load_session(settings: Settings, session_id: str | None) -> dict[str, Any]:
 
 
 def save_session(settings: Settings, session_id: str | None, data: dict[str, Any]) -> None:
-    path = session_file(settings, session_id)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(session_file(settings, session_id), data)
 
 
 def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[str], *,
@@ -208,8 +221,34 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+#: Largest transcript PreCompact backs up (bytes); a bigger one keeps its last part.
+MAX_BACKUP_BYTES = 64 * 1024 * 1024
+
+
+def transcript_file(path: Any) -> str | None:
+    """``path`` when it can be a Claude Code transcript: a regular ``.jsonl`` file (not a FIFO,
+    a device or ``/etc/shadow``), resolved; else None (logged)."""
+    if not path or not isinstance(path, str):
+        return None
+    import stat
+
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)  # never blocks, unlike open() on a FIFO
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode) or not real.endswith(".jsonl"):
+        import logging
+
+        logging.getLogger("dexai_memory.hook_state").warning(
+            "ignored transcript_path %r: not a regular .jsonl file", path)
+        return None
+    return real
+
+
 def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[tuple[str, str]]:
     """``(role, text)`` of the user/assistant messages at the end of a transcript JSONL."""
+    path = transcript_file(path)
     if not path:
         return []
     try:
@@ -244,18 +283,50 @@ def recent_texts(payload: dict[str, Any], n: int = RECENT_MESSAGES) -> list[str]
     return [t for _, t in read_transcript(payload.get("transcript_path"))][-n:]
 
 
+def _redact_value(value: Any, redact: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redact_value(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_value(v, redact) for k, v in value.items()}
+    return value
+
+
 def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | None:
-    """Copy the transcript to ``<home>/transcripts/<session>-<time>-<trigger>.jsonl`` (L3)."""
-    src = payload.get("transcript_path")
-    if not src or not os.path.isfile(src):
+    """Back up the transcript to ``<home>/transcripts/<session>-<time>-<trigger>.jsonl`` (L3),
+    redacted: every string of every line goes through :func:`~dexai_memory.privacy.redact`
+    (secrets and ``<private>`` text never reach our files). At most :data:`MAX_BACKUP_BYTES`
+    (the end of a bigger file); mode 0600."""
+    from .privacy import redact
+
+    src = transcript_file(payload.get("transcript_path"))
+    if not src:
         return None
     dest_dir = settings.home / "transcripts"
     dest_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = utcnow().strftime("%Y%m%dT%H%M%S%f")
     dest = dest_dir / f"{_safe(payload.get('session_id'))}-{stamp}-{payload.get('trigger') or 'manual'}.jsonl"
-    import shutil  # only PreCompact copies files
-
-    shutil.copy2(src, dest)
+    try:
+        with open(src, "rb") as fh, os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                                              encoding="utf-8") as out:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_BACKUP_BYTES:
+                fh.seek(size - MAX_BACKUP_BYTES)
+                fh.readline()  # drop the cut line
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if not line.strip():
+                    continue
+                try:
+                    clean = json.dumps(_redact_value(json.loads(line), redact), ensure_ascii=False)
+                except ValueError:
+                    clean = json.dumps({"unparsed": redact(line)}, ensure_ascii=False)
+                out.write(clean.encode("utf-8", "replace").decode("utf-8") + "\n")
+    except OSError:
+        with contextlib.suppress(OSError):
+            dest.unlink()
+        raise
     return dest
 
 

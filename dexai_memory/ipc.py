@@ -85,6 +85,23 @@ def ipc_request(socket_path: str | os.PathLike[str], payload: Mapping[str, Any],
 
 
 # --------------------------------------------------------------------------- server
+def _same_user(sock: Any) -> bool:
+    """The peer of a Unix socket runs as this process's user (Linux ``SO_PEERCRED``). The
+    socket file is 0600 in a 0700 directory already; this refuses anyone who gets past that
+    (root excepted). Where the platform cannot tell, the file permissions are the guard."""
+    import struct
+
+    peercred = getattr(socket, "SO_PEERCRED", None)
+    if sock is None or peercred is None:
+        return True
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i")))
+    except OSError:
+        return True
+    return uid in (os.getuid(), 0)
+
+
+
 class IpcServer:
     """Serves registered operations on a Unix socket (run by the daemon)."""
 
@@ -172,6 +189,10 @@ class IpcServer:
     async def _serve(self, reader: Any, writer: Any) -> None:
         import asyncio
 
+        if not _same_user(writer.get_extra_info("socket")):
+            logger.warning("refused a socket connection from another user")
+            writer.close()
+            return
         try:
             while True:
                 try:

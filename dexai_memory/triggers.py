@@ -38,10 +38,11 @@ a file between events with :meth:`ReflectionHints.to_json` / :meth:`from_json`.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Characters of a user message that are scanned (long pastes are mostly data).
 MAX_SCAN_CHARS = 4000
@@ -90,18 +91,39 @@ _PREFERENCE = (
     r"\bmy (?:favou?rite|preferred)\b",
 )
 
-_COMPILED: tuple[tuple[TriggerKind, tuple[re.Pattern[str], ...]], ...] = tuple(
-    (kind, tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns))
-    for kind, patterns in (
-        (TriggerKind.EXPLICIT, _EXPLICIT),
-        (TriggerKind.CORRECTION, _CORRECTION),
-        (TriggerKind.PREFERENCE, _PREFERENCE),
-    )
-)
+#: A word every trigger pattern above needs (one of them, lower case), or a phrase: the cheap
+#: check that lets most prompts skip compiling the patterns (hooks are a new process per prompt).
+_KEYWORDS = frozenset({
+    "remember", "mind", "forget", "important", "note", "reference",
+    "no", "wrong", "incorrect", "actually", "told", "stop", "don't", "dont",
+    "prefer", "like", "love", "hate", "dislike", "stand", "always", "never", "forward",
+    "favourite", "favorite", "preferred",
+})
+_KEY_PHRASES = ("not right", "not correct", "not true", "not what", "do not", "from now on")
 
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_INLINE = re.compile(r"`[^`\n]*`")
-_QUOTED = re.compile(r"^\s*>.*$", re.MULTILINE)
+
+def _might_trigger(text: str) -> bool:
+    lowered = text[:MAX_SCAN_CHARS].lower().replace("\u2019", "'")
+    if any(p in lowered for p in _KEY_PHRASES):
+        return True
+    return not _KEYWORDS.isdisjoint(re.findall(r"[a-z']+", lowered))
+
+
+@functools.cache
+def _compiled() -> tuple[tuple[TriggerKind, tuple[re.Pattern[str], ...]], ...]:
+    return tuple(
+        (kind, tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns))
+        for kind, patterns in (
+            (TriggerKind.EXPLICIT, _EXPLICIT),
+            (TriggerKind.CORRECTION, _CORRECTION),
+            (TriggerKind.PREFERENCE, _PREFERENCE),
+        )
+    )
+
+
+_FENCED = r"```.*?(?:```|\Z)"
+_INLINE = r"`[^`\n]*`"
+_QUOTED = r"^\s*>.*$"
 
 HINTS: dict[TriggerKind, str] = {
     TriggerKind.EXPLICIT: (
@@ -119,8 +141,7 @@ HINTS: dict[TriggerKind, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Trigger:
+class Trigger(NamedTuple):  # a NamedTuple: cheaper to define than a dataclass in a hook process
     """A matched trigger: its kind, the words that matched, and the hint to show."""
 
     kind: TriggerKind
@@ -134,17 +155,17 @@ class Trigger:
 
 def _scannable(text: str) -> str:
     text = text[:MAX_SCAN_CHARS]
-    text = _FENCED.sub(" ", text)
-    text = _INLINE.sub(" ", text)
-    return _QUOTED.sub(" ", text).replace("\u2019", "'")
+    text = re.sub(_FENCED, " ", text, flags=re.DOTALL)
+    text = re.sub(_INLINE, " ", text)
+    return re.sub(_QUOTED, " ", text, flags=re.MULTILINE).replace("\u2019", "'")
 
 
 def check_user_message(text: str) -> Trigger | None:
     """The first trigger (explicit, then correction, then preference) in ``text``, or None."""
-    if not text or not text.strip():
+    if not text or not text.strip() or not _might_trigger(text):
         return None
     scan = _scannable(text)
-    for kind, patterns in _COMPILED:
+    for kind, patterns in _compiled():
         for pattern in patterns:
             m = pattern.search(scan)
             if m:
