@@ -198,3 +198,33 @@ def test_two_sessions_at_once_share_one_daemon(tmp_path: Path, mem_home: Path) -
     assert wait_until_answering(settings, 30)
     time.sleep(1.0)  # a losing second daemon exits within its lock wait; none is left
     assert daemons_for(mem_home) == [read_pid(settings)]
+
+
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+def test_facts_said_without_any_compaction_reach_the_next_session(
+        tmp_path: Path, mem_home: Path, autostart: bool) -> None:
+    """SessionEnd gets the queue extracted (by the daemon it starts, or inline with autostart off),
+    so a session that never compacted still leaves its facts for the next one."""
+    with FakeMessagesAPI() as api:
+        run = runner(tmp_path, api, mem_home, autostart=autostart)
+        run(FACTS_PROMPT).check()
+        run.resume(FILLER[0]).check()
+        if autostart:  # the daemon the hooks started extracts in the background
+            settings = load_settings(home=mem_home)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with ExtractionQueue.from_settings(settings) as queue:
+                    if queue.pending_count() == 0:
+                        break
+                time.sleep(0.2)
+        api.clear()
+        run.last_session_id = None
+        run("Good morning.").check()
+        # the startup profile holds pinned memories and strong preferences (what goes in it is issue 14's)
+        assert_recalled(api.message_requests()[0], ("pytest",), "first request of the next session")
+    import sqlite3
+
+    with sqlite3.connect(load_settings(home=mem_home).db_path) as db:
+        stored = " ".join(r[0] for r in db.execute("SELECT content FROM memories WHERE deleted = 0"))
+    for key in KEYS:
+        assert key in stored, f"{key} was not captured: {stored}"
