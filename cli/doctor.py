@@ -53,6 +53,12 @@ async def run_checks(settings: Settings) -> list[Check]:
         except DexaiMemoryError as exc:
             checks.append(Check("embedder", False, str(exc), "pip install --force-reinstall dexai-memory, or set "
                                 "embedding.backend: none for BM25-only search"))
+    from dexai_memory.hook_state import PROJECT_ENV, project_key
+
+    project = project_key({"cwd": os.getcwd()})
+    checks.append(Check("project", True, f"memories captured here are stored under {project!r}"
+                        + (f" (${PROJECT_ENV}; recall is scoped to it)" if os.environ.get(PROJECT_ENV)
+                           else " (git root or directory; recall covers all of the user's memories)")))
     checks.append(await _provider_check(settings))
     checks.extend(_queue_checks(settings))
     key = settings.extraction.api_key_env
