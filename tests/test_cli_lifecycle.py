@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from dexai_memory import __version__
 from dexai_memory.cli.main import cli
 from dexai_memory.errors import ExtractionError
 from dexai_memory.ipc import ipc_request
@@ -132,7 +133,8 @@ def test_daemon_command_serves_and_stops_on_sigterm(config: Path) -> None:
         sock = Path(ready["socket"])
         assert ready["ready"] and sock.exists()
         assert {"ping", "enqueue", "flush", "health", "queue.notify"} <= set(ready["ops"])
-        assert ipc_request(sock, {"op": "ping"}, 5) == {"ok": True, "pid": proc.pid, "state": "running"}
+        assert ipc_request(sock, {"op": "ping"}, 5) == {"ok": True, "pid": proc.pid, "state": "running",
+                                                        "version": __version__}
         answer = ipc_request(sock, {"op": "enqueue", "turn": {"id": "d1", "user_id": "u", "speaker": "Sam",
                                                               "content": "I moved to Lisbon and I work at a bakery."}}, 5)
         assert answer is not None and answer["queued"] is True
