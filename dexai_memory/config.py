@@ -77,12 +77,13 @@ def ensure_home(path: Path | None = None) -> Path:
 
 
 def tighten(path: Path, mode: int) -> None:
-    """``chmod mode`` when ``path`` grants group/other bits beyond it (logged); quiet if it cannot."""
+    """Drop the permission bits of ``path`` that ``mode`` does not grant (group and others; an owner's
+    missing write bit stays missing), with a log line; quiet when it cannot (not ours, read-only)."""
     try:
         current = stat.S_IMODE(path.stat().st_mode)
-        if current & ~mode & 0o077:
-            os.chmod(path, mode)
-            logger.warning("%s was mode %o: tightened to %o (memories are private)", path, current, mode)
+        if current & ~mode:
+            os.chmod(path, current & mode)
+            logger.warning("%s was mode %o: tightened to %o (memories are private)", path, current, current & mode)
     except OSError as exc:  # not ours, read-only file system: the open that follows reports it
         logger.debug("cannot tighten %s: %s", path, exc)
 

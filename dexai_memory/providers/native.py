@@ -212,7 +212,8 @@ class NativeProvider(MemoryProvider):
         if header and header != SQLITE_HEADER:
             raise DatabaseCorrupt(
                 f"{self.path} is not a SQLite database (it was left untouched). "
-                "Move it aside or restore a backup, then run the command again."
+                "Move it aside or restore a backup ('dexai memory backup --list', then "
+                "'dexai memory restore-backup PATH'), then run the command again."
             )
 
     def _connector(self) -> Any:
@@ -235,7 +236,8 @@ class NativeProvider(MemoryProvider):
         try:
             db = await aiosqlite.Connection(self._connector, 64)
         except sqlean.DatabaseError as exc:
-            raise DatabaseCorrupt(f"cannot open {self.path}: {exc} (the file was left untouched)") from exc
+            raise DatabaseCorrupt(f"cannot open {self.path}: {exc} (the file was left untouched; "
+                                  "'dexai memory restore-backup PATH' puts a backup back)") from exc
         except sqlean.Error as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
         try:
@@ -251,7 +253,8 @@ class NativeProvider(MemoryProvider):
             if "readonly" in str(exc) or "read-only" in str(exc):
                 raise StorageError(f"{self.path} is read-only ({exc}): check the file's and the data "
                                    "directory's permissions ('dexai memory doctor')") from exc
-            raise DatabaseCorrupt(f"{self.path} is unreadable: {exc} (the file was left untouched)") from exc
+            raise DatabaseCorrupt(f"{self.path} is unreadable: {exc} (the file was left untouched; "
+                                  "'dexai memory restore-backup PATH' puts a backup back)") from exc
         except BaseException:
             await db.close()
             raise
@@ -293,7 +296,8 @@ class NativeProvider(MemoryProvider):
 
     async def _retry_busy(self, what: str, op: Callable[[], Awaitable[Any]]) -> Any:
         """``await op()``, again after a growing pause while the database is locked by another
-        process (beyond ``busy_timeout``), for at most ``busy_retry_seconds``; then StorageError."""
+        process (beyond ``busy_timeout``), for at most ``busy_retry_seconds``; then StorageError.
+        Other sqlite operational errors (read-only, disk full) become StorageError at once."""
         import sqlean
 
         deadline = time.monotonic() + self.busy_retry_seconds
@@ -303,7 +307,7 @@ class NativeProvider(MemoryProvider):
                 return await op()
             except sqlean.OperationalError as exc:
                 if not is_busy(exc):
-                    raise
+                    raise self._storage_error(exc, "open" if what in ("open", "migrate") else "write") from exc
                 attempt += 1
                 if time.monotonic() + pause > deadline:
                     raise StorageError(f"{self.path} stayed locked by another process for "
