@@ -72,20 +72,28 @@ def ensure_home(path: Path | None = None) -> Path:
     """
     path = path or home_dir()
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
-    tighten(path, PRIVATE_DIR_MODE)
+    if tighten(path, PRIVATE_DIR_MODE):
+        # a directory left open by an older version: its files were made readable too
+        for sub in sorted(path.rglob("*")):
+            if not sub.is_symlink() and (sub.is_dir() or sub.is_file()):
+                tighten(sub, PRIVATE_DIR_MODE if sub.is_dir() else PRIVATE_FILE_MODE, quiet=True)
     return path
 
 
-def tighten(path: Path, mode: int) -> None:
+def tighten(path: Path, mode: int, *, quiet: bool = False) -> bool:
     """Drop the permission bits of ``path`` that ``mode`` does not grant (group and others; an owner's
-    missing write bit stays missing), with a log line; quiet when it cannot (not ours, read-only)."""
+    missing write bit stays missing), with a log line; quiet when it cannot (not ours, read-only).
+    Returns whether the mode was changed."""
     try:
         current = stat.S_IMODE(path.stat().st_mode)
         if current & ~mode:
             os.chmod(path, current & mode)
-            logger.warning("%s was mode %o: tightened to %o (memories are private)", path, current, current & mode)
+            logger.log(logging.DEBUG if quiet else logging.WARNING,
+                       "%s was mode %o: tightened to %o (memories are private)", path, current, current & mode)
+            return True
     except OSError as exc:  # not ours, read-only file system: the open that follows reports it
         logger.debug("cannot tighten %s: %s", path, exc)
+    return False
 
 
 def private_file(path: Path) -> Path:
