@@ -2,8 +2,10 @@
 
 Every command takes ``--user``, ``--project``, ``--home``, ``--config`` and
 ``--json`` through :func:`common_options`; :func:`run` turns our own errors
-into a clean message and exit code 1 (anything else is a bug and keeps its
-traceback).
+into a clean message and exit code 1, and :func:`common_options` does the
+same for file-system errors (a missing directory, a permission denied, a full
+disk: the environment, not a bug). Anything else is a bug and keeps its
+traceback. Commands run with umask 0077: every file they create is 0600.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from dexai_memory.config import Settings, load_settings
-from dexai_memory.errors import DexaiMemoryError
+from dexai_memory.config import Settings, load_settings, private_umask
+from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 
 T = TypeVar("T")
 DEFAULT_USER_ENV = "DEXAI_MEMORY_USER"
@@ -65,17 +68,47 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, user: str | None, project: str | None, home: Path | None, config_path: Path | None,
                 as_json: bool, **kwargs: Any) -> Any:
+        private_umask()
         try:
             settings = load_settings(config_path, home=home)
         except DexaiMemoryError as exc:
             fail(str(exc))
         ctx = Context(settings=settings, user=user or default_user(), project=project, json=as_json)
-        return fn(*args, ctx=ctx, **kwargs)
+        try:
+            return fn(*args, ctx=ctx, **kwargs)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            fail(os_error_message(exc))
 
     return wrapper
 
 
-def fail(message: str, code: int = 1) -> None:
+def os_error_message(exc: OSError) -> str:
+    """``cannot use /path: Permission denied`` for a file-system error (its path and reason)."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 else "")
+    return f"cannot use {where}: {reason}"
+
+
+def parse_as_of(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
+    """Click callback of ``--as-of``: an ISO 8601 date/time, or a usage error (an empty value too)."""
+    if value is None:
+        return None
+    from dexai_memory.models import as_utc
+
+    if not value.strip():
+        raise click.BadParameter("needs an ISO 8601 date/time such as 2024-05-01 or 2024-05-01T09:30:00Z, "
+                                 "got an empty value")
+    try:
+        return as_utc(value.strip())
+    except InvalidMemory as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``Error: message`` on stderr and exit with ``code``."""
     click.echo(f"Error: {message}", err=True)
     sys.exit(code)
@@ -87,7 +120,6 @@ def run(coro: Awaitable[T]) -> T:
         return asyncio.run(coro)  # type: ignore[arg-type]
     except DexaiMemoryError as exc:
         fail(str(exc))
-        raise AssertionError("unreachable") from exc
 
 
 @contextmanager

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from dexai_memory.config import Settings
 from dexai_memory.errors import DexaiMemoryError
@@ -60,6 +62,7 @@ async def run_checks(settings: Settings) -> list[Check]:
                         + (f" (${PROJECT_ENV}; recall is scoped to it)" if os.environ.get(PROJECT_ENV)
                            else " (git root or directory; recall covers all of the user's memories)")))
     checks.append(await _provider_check(settings))
+    checks.extend(_write_checks(settings))
     checks.extend(_queue_checks(settings))
     key = settings.extraction.api_key_env
     extractor = settings.extraction.extractor
@@ -79,12 +82,51 @@ async def _provider_check(settings: Settings) -> Check:
         async with make_provider(settings) as provider:
             status = await provider.health_check()
     except DexaiMemoryError as exc:
-        fix = "move the file aside and restore a backup (memory.db.bak-*)" if "SQLite" in str(exc) else ""
+        fix = ("move the file aside and put a backup back: 'dexai memory backup --list', then "
+               "'dexai memory restore-backup PATH'") if "SQLite" in str(exc) else ""
         return Check(name, False, str(exc), fix)
     detail = ", ".join(f"{k} {v}" for k, v in status.details.items() if k in ("memories", "users", "schema_version",
                                                                                  "sqlite_vec", "vector_search", "vectors_pending",
                                                                                  "path"))
     return Check(name, status.healthy, detail or "healthy", "; ".join(status.problems))
+
+
+def write_probe(path: Path, *, stdlib: bool = False) -> str | None:
+    """Try a real write to the SQLite file ``path`` (a table created and rolled back): None if it
+    can be written, else why not (a read-only file or directory, a full disk)."""
+    import sqlean
+
+    driver: Any = sqlite3 if stdlib else sqlean
+    try:
+        conn = driver.connect(str(path), timeout=2.0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE dexai_doctor_write_probe (x)")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except driver.Error as exc:
+        if "locked" in str(exc):
+            return None  # another process is writing right now: writable
+        return str(exc)
+    return None
+
+
+def _write_checks(settings: Settings) -> list[Check]:
+    """The databases can be written: a read-only memory.db or queue.db (or data directory) makes every
+    extraction fail while reads still work."""
+    out = []
+    for label, path, stdlib in (("database writable", settings.db_path, False),
+                                ("queue writable", settings.home / "queue.db", True)):
+        if settings.storage.provider != "native" and not stdlib or not path.exists():
+            continue
+        problem = write_probe(path, stdlib=stdlib)
+        if problem is None:
+            out.append(Check(label, True, f"{path} accepts writes"))
+        else:
+            out.append(Check(label, False, f"{path} cannot be written ({problem}): every extraction fails",
+                             f"chmod u+w {path} {path.parent}, or check the disk (df -h {path.parent})"))
+    return out
 
 
 #: Seconds queued turns may wait with no worker before doctor calls it a problem.

@@ -17,7 +17,9 @@ Where files are looked up, later ones overriding earlier ones:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import stat
 import types
 import typing
 from collections.abc import Mapping
@@ -28,6 +30,7 @@ from typing import Any
 
 from .errors import ConfigError
 
+logger = logging.getLogger(__name__)
 #: Environment variable that overrides the data directory.
 HOME_ENV = "DEXAI_MEMORY_HOME"
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
@@ -54,11 +57,71 @@ def home_dir() -> Path:
     return Path(base) / "dexai-memory"
 
 
+#: Mode of the data directory and of every file in it: only the owner reads memories.
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+#: Umask of our processes (CLI, daemon, hooks): new files 0600, new directories 0700.
+PRIVATE_UMASK = 0o077
+
+
 def ensure_home(path: Path | None = None) -> Path:
-    """Create the data directory (mode 0700) if needed and return it."""
+    """Create the data directory (mode 0700) if needed and return it.
+
+    An existing directory that group or others can read (0755 from an older
+    version, or a hand-made one) is tightened to 0700, with a log line.
+    """
     path = path or home_dir()
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    if tighten(path, PRIVATE_DIR_MODE):
+        # a directory left open by an older version: its files were made readable too
+        for sub in sorted(path.rglob("*")):
+            if not sub.is_symlink() and (sub.is_dir() or sub.is_file()):
+                tighten(sub, PRIVATE_DIR_MODE if sub.is_dir() else PRIVATE_FILE_MODE, quiet=True)
     return path
+
+
+def tighten(path: Path, mode: int, *, quiet: bool = False) -> bool:
+    """Drop the permission bits of ``path`` that ``mode`` does not grant (group and others; an owner's
+    missing write bit stays missing), with a log line; quiet when it cannot (not ours, read-only).
+    Returns whether the mode was changed."""
+    try:
+        current = stat.S_IMODE(path.stat().st_mode)
+        if current & ~mode:
+            os.chmod(path, current & mode)
+            logger.log(logging.DEBUG if quiet else logging.WARNING,
+                       "%s was mode %o: tightened to %o (memories are private)", path, current, current & mode)
+            return True
+    except OSError as exc:  # not ours, read-only file system: the open that follows reports it
+        logger.debug("cannot tighten %s: %s", path, exc)
+    return False
+
+
+def private_file(path: Path) -> Path:
+    """Make sure ``path`` (a database or state file) exists with mode 0600 before SQLite opens it.
+
+    A missing file is created empty with 0600 (SQLite gives its ``-wal`` and
+    ``-shm`` files the database file's mode); an existing one, and its
+    ``-wal`` / ``-shm`` companions, are tightened to 0600. Errors are left
+    to the open that follows (read-only file system, missing directory).
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    except FileExistsError:
+        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if p.exists():
+                tighten(p, PRIVATE_FILE_MODE)
+    except OSError as exc:
+        logger.debug("cannot create %s: %s", path, exc)
+    return path
+
+
+def private_umask() -> None:
+    """Set the process umask to 0077, so every file we create is 0600 and every directory 0700.
+
+    Called by the CLI entry points and the hook runtime; a library caller
+    keeps its own umask (the files we open ourselves use :func:`private_file`).
+    """
+    os.umask(PRIVATE_UMASK)
 
 
 def _check(min_: float | None = None, max_: float | None = None, choices: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -75,6 +138,9 @@ class StorageConfig:
     db_filename: str = "memory.db"
     #: How long SQLite waits on a locked database, in milliseconds.
     busy_timeout_ms: int = field(default=5000, metadata=_check(0, 600_000))
+    #: A write that still finds the database locked after busy_timeout_ms is retried, with a growing
+    #: pause, for at most this many seconds before it fails (bounded: a write is never dropped silently).
+    busy_retry_seconds: float = field(default=60.0, metadata=_check(0.0, 3600.0))
     #: Send writes to the native store while an external provider is unhealthy.
     fallback_to_native: bool = True
 
@@ -279,6 +345,18 @@ class DaemonConfig:
 
 
 @dataclass(frozen=True)
+class BackupConfig:
+    """Backups of ``memory.db`` and ``queue.db`` (``dexai memory backup``, and the daemon's schedule)."""
+
+    #: The daemon backs up on its schedule (``dexai memory backup`` works either way).
+    enabled: bool = True
+    #: Hours between the daemon's backups.
+    interval_hours: float = field(default=24.0, metadata=_check(0.01, 24 * 365))
+    #: Backups kept in ``<home>/backups``; older ones are deleted after each new backup.
+    keep: int = field(default=7, metadata=_check(1, 10_000))
+
+
+@dataclass(frozen=True)
 class Mem0Config:
     """The Mem0 provider (``pip install dexai-memory[mem0]``)."""
 
@@ -329,6 +407,7 @@ class Settings:
     retention: Mapping[str, int | None] = field(default_factory=_default_retention)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
     mem0: Mem0Config = field(default_factory=Mem0Config)
     zep: ZepConfig = field(default_factory=ZepConfig)
     #: The data directory these settings were loaded for.
@@ -338,6 +417,11 @@ class Settings:
     def db_path(self) -> Path:
         """The native provider's SQLite file."""
         return self.home / self.storage.db_filename
+
+    @property
+    def backup_dir(self) -> Path:
+        """Where backups go: ``<home>/backups``."""
+        return self.home / "backups"
 
     @property
     def socket_path(self) -> Path:

@@ -352,6 +352,9 @@ class MemoryDaemon:
 
         scheduler.add_job(self.run_vector_fill, IntervalTrigger(
             seconds=self.settings.daemon.vector_fill_interval_seconds), id="vectors", **common)
+        if self.settings.backup.enabled:
+            scheduler.add_job(self.run_backup, IntervalTrigger(hours=self.settings.backup.interval_hours),
+                              id="backup", **common)
         scheduler.start()
         self.scheduler = scheduler
 
@@ -430,6 +433,24 @@ class MemoryDaemon:
             logger.info("embedded %d memories stored with deferred vectors", done)
             self.runs["vectors"] += 1
         return done
+
+    async def run_backup(self) -> dict[str, Any]:
+        """Back up memory.db and queue.db into ``<home>/backups`` now (see :mod:`dexai_memory.backup`).
+
+        Runs in a thread (the online backup API reads a snapshot while the
+        worker keeps writing); a failure is logged and reported, never raised.
+        """
+        from .backup import create_backup
+
+        try:
+            made = await asyncio.to_thread(create_backup, self.settings)
+            report: dict[str, Any] = made.to_dict()
+        except (DexaiMemoryError, OSError) as exc:
+            logger.error("scheduled backup failed: %s", exc)
+            report = {"error": str(exc)}
+        self.runs["backup"] += 1
+        self.last_reports["backup"] = report
+        return report
 
     def schedule_consolidation(self, user_id: str) -> bool:
         """Run a consolidation of ``user_id`` soon (in the background). False if not running."""

@@ -89,6 +89,9 @@ def as_utc(value: datetime | str | None) -> datetime | None:
     """Convert an ISO string or datetime to an aware UTC datetime (naive = UTC)."""
     if value is None or value == "":
         return None
+    if not isinstance(value, str | datetime):
+        raise InvalidMemory(f"not an ISO 8601 date/time: {value!r} (write it as a string, e.g. "
+                            "\"2024-05-08T13:56:00Z\")")
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -137,11 +140,17 @@ class Memory:
         object.__setattr__(self, "content", content)
         object.__setattr__(self, "type", MemoryType.parse(self.type))
         object.__setattr__(self, "tier", Tier.parse(self.tier))
+        raw: Any = self.importance
         try:
-            importance = int(self.importance)
+            if isinstance(raw, float) and not raw.is_integer():
+                raise ValueError  # 5.7 is an error, never silently truncated to 5
+            importance = int(raw)
+        except (TypeError, ValueError):
+            raise InvalidMemory(f"importance must be a whole number from 1 to 10, got {raw!r}") from None
+        try:
             confidence = float(self.confidence)
         except (TypeError, ValueError):
-            raise InvalidMemory("importance must be an integer and confidence a number") from None
+            raise InvalidMemory(f"confidence must be a number from 0 to 1, got {self.confidence!r}") from None
         if not 1 <= importance <= 10:
             raise InvalidMemory(f"importance must be between 1 and 10, got {importance}")
         if not 0.0 <= confidence <= 1.0:

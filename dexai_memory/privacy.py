@@ -8,7 +8,11 @@ it to a model:
 * obvious secrets are replaced by ``[redacted]``: Anthropic, OpenAI, AWS,
   GitHub, Slack, Stripe and Google API keys, bearer tokens, JWTs, private
   key blocks, ``password: ...`` / ``passwd=...`` / ``api_key=...`` values,
-  and long high-entropy tokens.
+  environment assignments of secrets (``PGPASSWORD=...``, ``DB_PASSWORD=...``,
+  any ``*_PASSWORD`` / ``*_SECRET`` / ``*_TOKEN`` / ``*_API_KEY``), the
+  password of a URL (``postgres://user:...@host``), "password X" / "pw is X"
+  when X looks like a password (a digit, a symbol or inner capitals), and
+  long high-entropy tokens.
 """
 
 from __future__ import annotations
@@ -44,6 +48,21 @@ _LABELLED = re.compile(
     r"(?P<label>\b(?:bearer|authorization:\s*bearer)\s+|"
     r"\b(?:password|passwd|pwd|passphrase|passcode|pin code|secret|client[_ ]secret|api[_ -]?key|access[_ ]token|"
     r"auth[_ ]token|token|aws_secret_access_key|private[_ ]key)\b[\"']?\s*(?P<sep>[:=]|\bis\b)\s*[\"']?)"
+    r"(?P<value>[^\s\"',;]+)",
+    re.I,
+)
+#: Environment-style assignments: PGPASSWORD=..., DB_PASSWORD=..., GITHUB_TOKEN: ..., MY_API_KEY=...
+_ENV_ASSIGN = re.compile(
+    r"(?P<label>\b[A-Za-z0-9_]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY)[A-Za-z0-9_]*"
+    r"[\"']?\s*(?:=|:)\s*[\"']?)(?P<value>[^\s\"',;]+)",
+    re.I,
+)
+#: The password of a URL: scheme://user:PASSWORD@host
+_URL_PASSWORD = re.compile(r"(?P<label>\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:)(?P<value>[^/\s@]+)(?=@)", re.I)
+#: "pw: x", "pw is x" (always redacted), "password hunter2", "--password Tr0ub4dor&3", "the password to
+#: s3cret" (redacted when the value does not read as a word, see _looks_like_password).
+_PASSWORD_WORD = re.compile(
+    r"(?P<label>\b(?:password|passwd|passphrase|pw)\b[\"']?(?:\s*[:=]\s*|\s+(?:is|was|to)\s+|\s+)[\"']?)"
     r"(?P<value>[^\s\"',;]+)",
     re.I,
 )
@@ -83,6 +102,30 @@ def _label_value(m: re.Match[str]) -> str:
     return m.group("label") + REDACTED
 
 
+def _looks_like_password(value: str) -> bool:
+    """A password rather than a word: has a digit, a symbol, or a capital after the first letter."""
+    core = value.rstrip(".!?)")
+    if not core or core == REDACTED:
+        return False
+    return (any(c.isdigit() for c in core) or any(not c.isalnum() for c in core)
+            or any(c.isupper() for c in core[1:]))
+
+
+def _password_word(m: re.Match[str]) -> str:
+    value, label = m.group("value"), m.group("label")
+    separated = re.search(r"[:=]|\s(?:is|was)\s", label, re.I) is not None
+    if value.startswith(REDACTED) or not (separated or _looks_like_password(value)):
+        return m.group(0)
+    return label + REDACTED
+
+
+def _env_assign(m: re.Match[str]) -> str:
+    value = m.group("value")
+    if value.startswith(REDACTED) or value.startswith("$"):  # PGPASSWORD=$SECRET names a variable, no secret
+        return m.group(0)
+    return m.group("label") + REDACTED
+
+
 def redact(text: str) -> str:
     """``text`` without private sections and with secrets replaced by ``[redacted]``."""
     if not text:
@@ -92,6 +135,9 @@ def redact(text: str) -> str:
     for pattern in _SECRETS:
         out = pattern.sub(REDACTED, out)
     out = _LABELLED.sub(_label_value, out)
+    out = _ENV_ASSIGN.sub(_env_assign, out)
+    out = _URL_PASSWORD.sub(lambda m: m.group("label") + REDACTED, out)
+    out = _PASSWORD_WORD.sub(_password_word, out)
     out = _TOKEN.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), out)
     if out != text:
         out = re.sub(r"[ \t]{2,}", " ", out).strip()

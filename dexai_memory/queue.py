@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import PRIVATE_DIR_MODE, private_file
 from .errors import DexaiMemoryError, QueueError
 from .models import ExtractedNote, Turn
 
@@ -119,20 +120,78 @@ def queue_path(home: str | Path) -> Path:
     return Path(home) / QUEUE_FILENAME
 
 
-def connect(path: str | Path, *, timeout: float = 5.0) -> sqlite3.Connection:
-    """A stdlib connection to the queue file (created with its schema if new), WAL, synchronous=NORMAL."""
+#: Seconds SQLite itself waits on a lock (the ``timeout`` of :func:`sqlite3.connect`).
+BUSY_TIMEOUT = 5.0
+#: Seconds a write still finding the file locked after that is retried, with a growing pause,
+#: before it fails with QueueError (bounded: a turn is never dropped silently).
+BUSY_RETRY_SECONDS = 60.0
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text or "database is busy" in text
+
+
+def retry_locked(fn: Callable[[], Any], what: str, *, retry_seconds: float | None = None) -> Any:
+    """``fn()``, again after a growing pause while another process holds the queue file locked
+    (beyond the connection's own timeout), for at most ``retry_seconds`` (default
+    :data:`BUSY_RETRY_SECONDS`); other errors, and the last busy error, pass through."""
+    deadline = time.monotonic() + (BUSY_RETRY_SECONDS if retry_seconds is None else retry_seconds)
+    pause, attempt = 0.01, 0
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+            attempt += 1
+            logger.info("%s: the queue file is locked by another process (attempt %d), retrying in %.2fs",
+                        what, attempt, pause)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
+def connect(path: str | Path, *, timeout: float = BUSY_TIMEOUT) -> sqlite3.Connection:
+    """A stdlib connection to the queue file (created 0600 with its schema if new), WAL, synchronous=NORMAL."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    created = not path.exists()
+    private_file(path)
+    conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version < SCHEMA_VERSION:
-            # version 1 files (no notes journal) get the column; new files get the whole schema
-            upgrade = "ALTER TABLE jobs ADD COLUMN notes TEXT;" if version == 1 else ""
-            conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}{upgrade}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
+        c = conn
+
+        def setup() -> None:
+            c.execute("PRAGMA journal_mode = WAL")
+            c.execute("PRAGMA synchronous = NORMAL")
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                # version 1 files (no notes journal) get the column; new files get the whole schema
+                c.execute("BEGIN IMMEDIATE")
+                try:
+                    current = c.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
+                    if current < SCHEMA_VERSION:
+                        statements = [part for part in _SCHEMA.split(";\n") if part.strip()]
+                        if current == 1:
+                            statements.append("ALTER TABLE jobs ADD COLUMN notes TEXT")
+                        statements.append(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                        for statement in statements:
+                            c.execute(statement)
+                    c.execute("COMMIT")
+                except BaseException:
+                    if c.in_transaction:
+                        c.execute("ROLLBACK")
+                    raise
+
+        retry_locked(setup, "open")
     except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        if created:  # leave no empty queue.db behind (disk full, read-only directory)
+            with contextlib.suppress(OSError):
+                if path.stat().st_size == 0:
+                    path.unlink()
         raise QueueError(f"cannot open the extraction queue {path}: {exc}") from exc
     return conn
 
@@ -146,20 +205,24 @@ def _payload(turn: Turn | Mapping[str, Any], context: Sequence[str]) -> tuple[st
     return data["user_id"], data["id"], json.dumps({"turn": data, "context": list(context)}, default=str)
 
 
-def enqueue_turn(path: str | Path, turn: Turn | Mapping[str, Any], *, context: Sequence[str] = ()) -> bool:
+def enqueue_turn(path: str | Path, turn: Turn | Mapping[str, Any], *, context: Sequence[str] = (),
+                 timeout: float = BUSY_TIMEOUT) -> bool:
     """Append one turn to the queue file at ``path`` (standard library only).
 
     For hook processes that cannot reach a daemon: the turn is committed to
     disk and a daemon processes it when it next runs. ``turn`` is a
     :class:`Turn` or a dict with at least ``id``, ``user_id`` and ``content``.
     Returns False when that turn was already queued (or done). Gate and
-    redaction are the caller's job. Raises :class:`QueueError`.
+    redaction are the caller's job. A file locked by another process is
+    waited for (``timeout`` seconds by SQLite, then bounded retries for
+    :data:`BUSY_RETRY_SECONDS`). Raises :class:`QueueError`.
     """
     user_id, turn_id, payload = _payload(turn, context)
-    conn = connect(path)
+    conn = connect(path, timeout=timeout)
     try:
         now = time.time()
-        return conn.execute(_INSERT, (user_id, turn_id, payload, now, now)).rowcount > 0
+        return bool(retry_locked(lambda: conn.execute(_INSERT, (user_id, turn_id, payload, now, now)).rowcount > 0,
+                                 f"enqueue {turn_id}"))
     except sqlite3.Error as exc:
         raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
     finally:
@@ -312,9 +375,10 @@ class ExtractionQueue:
 
     def _worker_sql(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         with self._wlock:
-            if self._wconn is None:
+            conn = self._wconn
+            if conn is None:
                 raise QueueError("the extraction queue is not open")
-            return fn(self._wconn)
+            return retry_locked(lambda: fn(conn), "queue write")
 
     async def _w(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         return await asyncio.to_thread(self._worker_sql, fn)
@@ -335,7 +399,8 @@ class ExtractionQueue:
         user_id, turn_id, payload = _payload(turn, context)
         now = time.time()
         try:
-            cur = self.conn.execute(_INSERT, (user_id, turn_id, payload, now, now))
+            cur = retry_locked(lambda: self.conn.execute(_INSERT, (user_id, turn_id, payload, now, now)),
+                               f"enqueue {turn_id}")
         except sqlite3.Error as exc:
             raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
         if cur.rowcount == 0:

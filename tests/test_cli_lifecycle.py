@@ -138,7 +138,8 @@ def test_daemon_command_serves_and_stops_on_sigterm(config: Path) -> None:
         answer = ipc_request(sock, {"op": "enqueue", "turn": {"id": "d1", "user_id": "u", "speaker": "Sam",
                                                               "content": "I moved to Lisbon and I work at a bakery."}}, 5)
         assert answer is not None and answer["queued"] is True
-        assert ipc_request(sock, {"op": "flush", "timeout": 10}, 15) == {"ok": True, "flushed": True, "pending": 0}
+        assert ipc_request(sock, {"op": "flush", "timeout": 10}, 15) == {"ok": True, "flushed": True, "pending": 0,
+                                                                         "version": __version__}
         health = ipc_request(sock, {"op": "health"}, 5)
         assert health is not None and health["queue"]["done"] == 1 and health["state"] == "running"
         proc.send_signal(signal.SIGTERM)

@@ -102,10 +102,10 @@ def test_export_json_markdown_and_reimport(tmp_path: Path) -> None:
     assert (tmp_path / "dump.jsonl.bak").exists()
     result = json.loads(ok("memory", "import", str(dump), "--user", "sam", "--home", str(tmp_path / "other"),
                            "--json").stdout)
-    assert result == {"imported": 2, "skipped": 0, "vectors": "now", "vectors_pending": 0}
+    assert result == {"imported": 2, "skipped": 0, "conflicts": [], "vectors": "now", "vectors_pending": 0}
     again = json.loads(ok("memory", "import", str(dump), "--skip-existing", "--home", str(tmp_path / "other"),
                           "--json").stdout)
-    assert again == {"imported": 0, "skipped": 2, "vectors": "now", "vectors_pending": 0}
+    assert again == {"imported": 0, "skipped": 2, "conflicts": [], "vectors": "now", "vectors_pending": 0}
     whole = json.loads(ok("memory", "export", "--user", "sam", "--home", str(tmp_path / "other")).stdout)
     assert {m["content"] for m in whole} == {"Sam prefers dark mode", "Sam adopted a cat named Miso"}
 
@@ -156,7 +156,7 @@ def test_doctor_reports_corrupt_database(isolated_home: Path) -> None:
 )
 def test_user_errors_are_clean(args: list[str], message: str) -> None:
     result = dexai(*args)
-    assert result.exit_code == 1
+    assert result.exit_code == (2 if "--as-of" in args else 1)  # a bad --as-of is a usage error now
     assert message in result.output
     assert "Traceback" not in result.output
 

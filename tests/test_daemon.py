@@ -103,7 +103,7 @@ async def test_schedule_fires_consolidation_and_cleanup(settings: Settings, prov
         await provider.add(Memory(f"Caroline went hiking in the Rocky Mountains in {month}", user_id="u",
                                   created_at=old))
     async with daemon_for(fast, provider) as d:
-        assert set(d.next_runs()) == {"consolidation", "cleanup", "vectors"}
+        assert set(d.next_runs()) == {"consolidation", "cleanup", "vectors", "backup"}
         for _ in range(100):
             if d.runs["consolidation"] >= 1:
                 break

@@ -185,10 +185,10 @@ def test_cli_import_later_then_now(tmp_path: Path, isolated_home: Path) -> None:
     dump.write_text("".join(json.dumps({"content": t, "user_id": "c"}) + "\n" for t in TEXTS), encoding="utf-8")
     runner = CliRunner()
     later = json.loads(runner.invoke(cli, ["memory", "import", str(dump), "--vectors", "later", "--json"]).output)
-    assert later == {"imported": 4, "skipped": 0, "vectors": "later", "vectors_pending": 4}
+    assert later == {"imported": 4, "skipped": 0, "conflicts": [], "vectors": "later", "vectors_pending": 4}
     found = json.loads(runner.invoke(cli, ["memory", "search", "dog named Max", "--user", "c", "--json"]).output)
     assert found and "dog named Max" in json.dumps(found)  # keyword search before any vector exists
     dump.write_text(json.dumps({"content": "Sam drives a red van", "user_id": "c"}) + "\n", encoding="utf-8")
     now = json.loads(runner.invoke(cli, ["memory", "import", str(dump), "--json"]).output)
     # a small file embeds at once; it also catches up the ones left waiting
-    assert now == {"imported": 1, "skipped": 0, "vectors": "now", "vectors_pending": 0}
+    assert now == {"imported": 1, "skipped": 0, "conflicts": [], "vectors": "now", "vectors_pending": 0}

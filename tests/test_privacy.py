@@ -81,3 +81,37 @@ async def test_nothing_secret_survives_into_notes() -> None:
         assert leaked not in text
     assert any("Sam works at Acme" in n.content for n in notes)
     assert any("hiking" in n.content and "Alps" in n.content for n in notes)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    pytest.param("export PGPASSWORD=hunter2 && psql -h db", "hunter2", id="pgpassword-env"),
+    pytest.param("DB_PASSWORD=s3cret-Value", "s3cret-Value", id="db-password-env"),
+    pytest.param('MYSQL_ROOT_PASSWORD: "rootpw99"', "rootpw99", id="any-underscore-password-yaml"),
+    pytest.param("REDIS_PASSWORD = 'abc'", "abc", id="underscore-password-spaced"),
+    pytest.param("STRIPE_SECRET=whsec_short", "whsec_short", id="underscore-secret-env"),
+    pytest.param("GITLAB_TOKEN=glpat-xyz", "glpat-xyz", id="underscore-token-env"),
+    pytest.param("MY_API_KEY=abcd1234", "abcd1234", id="underscore-api-key-env"),
+    pytest.param("my password hunter2", "hunter2", id="password-space-value"),
+    pytest.param("the password: Tr0ub4dor&3", "Tr0ub4dor&3", id="password-colon-symbols"),
+    pytest.param("pw is hunter2", "hunter2", id="pw-is"),
+    pytest.param("wifi pw: sunshine", "sunshine", id="pw-colon-word"),
+    pytest.param("psql --password Xk9mq", "Xk9mq", id="password-flag"),
+    pytest.param("I set the password to correctHorse", "correctHorse", id="password-to-value"),
+    pytest.param("DATABASE_URL=postgres://app:s3cr3t@db.local:5432/app", "s3cr3t", id="url-credentials"),
+])
+def test_password_shapes_are_redacted(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out
+    assert REDACTED in out
+    assert contains_secret(text)
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param("The password manager is great", id="password-manager-prose"),
+    pytest.param("Password Reset flow is broken", id="password-reset-prose"),
+    pytest.param("reset the password to continue", id="password-to-prose"),
+    pytest.param("PGPASSWORD=$DB_PASS psql", id="env-var-reference"),
+    pytest.param("the token expired yesterday", id="token-prose-2"),
+])
+def test_password_talk_without_a_password_is_kept(text: str) -> None:
+    assert redact(text) == text

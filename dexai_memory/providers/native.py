@@ -19,7 +19,8 @@ import json
 import logging
 import re
 import shutil
-from collections.abc import AsyncIterator, Iterable, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,9 +30,9 @@ import aiosqlite
 import numpy as np
 
 from .. import migrations
-from ..config import SearchConfig, Settings
+from ..config import PRIVATE_DIR_MODE, SearchConfig, Settings, private_file
 from ..embeddings import Embedder, make_embedder
-from ..errors import DatabaseCorrupt, InvalidMemory, MemoryNotFound, StorageError
+from ..errors import DatabaseCorrupt, InvalidMemory, MemoryNotFound, MigrationError, StorageError
 from ..models import (
     HealthStatus,
     Memory,
@@ -68,6 +69,14 @@ _COLUMNS = (
     "metadata",
 )
 _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
+#: Seconds a writer keeps retrying a database another process holds locked (on top of busy_timeout).
+DEFAULT_BUSY_RETRY_SECONDS = 60.0
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a sqlite error means "another connection holds the lock" (SQLITE_BUSY / SQLITE_LOCKED)."""
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text or "database is busy" in text
 
 
 def ts(value: datetime | None) -> str | None:
@@ -162,7 +171,8 @@ class NativeProvider(MemoryProvider):
     capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search", "exact_search"})
 
     def __init__(self, path: str | Path, *, embedder: Embedder | None = None,
-                 search: SearchConfig | None = None, busy_timeout_ms: int = 5000, vector_index: bool = True):
+                 search: SearchConfig | None = None, busy_timeout_ms: int = 5000, vector_index: bool = True,
+                 busy_retry_seconds: float = DEFAULT_BUSY_RETRY_SECONDS):
         super().__init__()
         #: Serve vector KNN from an in-memory mirror of vec0 (see :mod:`dexai_memory.vector_index`).
         self.use_vector_index = vector_index
@@ -171,6 +181,9 @@ class NativeProvider(MemoryProvider):
         self.embedder = embedder
         self.search_config = search or SearchConfig()
         self.busy_timeout_ms = busy_timeout_ms
+        #: A write that still finds the database locked after busy_timeout is retried (with a growing
+        #: pause) until this many seconds have passed, then fails with StorageError: no silent loss.
+        self.busy_retry_seconds = busy_retry_seconds
         self._db: aiosqlite.Connection | None = None
         self._vec_ready = False
         self._defer_depth = 0
@@ -181,13 +194,16 @@ class NativeProvider(MemoryProvider):
     def from_settings(cls, settings: Settings) -> NativeProvider:
         """A provider on ``settings.db_path`` with the configured embedder and search."""
         return cls(settings.db_path, embedder=make_embedder(settings.embedding), search=settings.search,
-                   busy_timeout_ms=settings.storage.busy_timeout_ms)
+                   busy_timeout_ms=settings.storage.busy_timeout_ms,
+                   busy_retry_seconds=settings.storage.busy_retry_seconds)
 
     # ------------------------------------------------------------------ lifecycle
     def _check_file(self) -> None:
         if not self.path.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+            private_file(self.path)  # 0600 before SQLite creates it (its -wal and -shm copy the mode)
             return
+        private_file(self.path)  # an older 0644 file (and its -wal / -shm) is tightened
         try:
             with self.path.open("rb") as fh:
                 header = fh.read(16)
@@ -196,7 +212,8 @@ class NativeProvider(MemoryProvider):
         if header and header != SQLITE_HEADER:
             raise DatabaseCorrupt(
                 f"{self.path} is not a SQLite database (it was left untouched). "
-                "Move it aside or restore a backup, then run the command again."
+                "Move it aside or restore a backup ('dexai memory backup --list', then "
+                "'dexai memory restore-backup PATH'), then run the command again."
             )
 
     def _connector(self) -> Any:
@@ -219,17 +236,25 @@ class NativeProvider(MemoryProvider):
         try:
             db = await aiosqlite.Connection(self._connector, 64)
         except sqlean.DatabaseError as exc:
-            raise DatabaseCorrupt(f"cannot open {self.path}: {exc} (the file was left untouched)") from exc
+            raise DatabaseCorrupt(f"cannot open {self.path}: {exc} (the file was left untouched; "
+                                  "'dexai memory restore-backup PATH' puts a backup back)") from exc
         except sqlean.Error as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
         try:
-            await db.execute("PRAGMA journal_mode = WAL")
+            # a new file is set up by whichever of several processes starting at once gets there first
+            await self._retry_busy("open", lambda: db.execute("PRAGMA journal_mode = WAL"))
             await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute("PRAGMA foreign_keys = ON")
             await self._migrate(db)
         except sqlean.DatabaseError as exc:
             await db.close()
-            raise DatabaseCorrupt(f"{self.path} is unreadable: {exc} (the file was left untouched)") from exc
+            if is_busy(exc):
+                raise StorageError(f"{self.path} stayed locked by another process: {exc}") from exc
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise StorageError(f"{self.path} is read-only ({exc}): check the file's and the data "
+                                   "directory's permissions ('dexai memory doctor')") from exc
+            raise DatabaseCorrupt(f"{self.path} is unreadable: {exc} (the file was left untouched; "
+                                  "'dexai memory restore-backup PATH' puts a backup back)") from exc
         except BaseException:
             await db.close()
             raise
@@ -243,7 +268,7 @@ class NativeProvider(MemoryProvider):
             return version, [name for _, name, _ in todo]
 
         conn = db._conn  # the sqlite connection, used only inside the worker thread below
-        version, todo = await db._execute(run, conn)  # type: ignore[attr-defined]
+        version, todo = await self._retry_busy("migrate", lambda: db._execute(run, conn))  # type: ignore[attr-defined]
         if not todo:
             return
         if version > 0:
@@ -252,7 +277,45 @@ class NativeProvider(MemoryProvider):
             await db._execute(self._backup_to, conn, backup)  # type: ignore[attr-defined]
             self.backup_path = backup
             logger.info("backed up %s to %s before migrating", self.path, backup)
-        await db._execute(migrations.migrate, conn)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + self.busy_retry_seconds
+        while True:
+            try:
+                await db._execute(migrations.migrate, conn)  # type: ignore[attr-defined]
+                return
+            except MigrationError as exc:
+                # another process opening the same new file at the same moment migrated it first
+                # ("already exists") or holds it ("locked"): done if nothing is left, else try again
+                if not (is_busy(exc) or "already exists" in str(exc)):
+                    raise
+                _, left = await db._execute(run, conn)  # type: ignore[attr-defined]
+                if not left:
+                    return
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+
+    async def _retry_busy(self, what: str, op: Callable[[], Awaitable[Any]]) -> Any:
+        """``await op()``, again after a growing pause while the database is locked by another
+        process (beyond ``busy_timeout``), for at most ``busy_retry_seconds``; then StorageError.
+        Other sqlite operational errors (read-only, disk full) become StorageError at once."""
+        import sqlean
+
+        deadline = time.monotonic() + self.busy_retry_seconds
+        pause, attempt = 0.01, 0
+        while True:
+            try:
+                return await op()
+            except sqlean.OperationalError as exc:
+                if not is_busy(exc):
+                    raise self._storage_error(exc, "open" if what in ("open", "migrate") else "write") from exc
+                attempt += 1
+                if time.monotonic() + pause > deadline:
+                    raise StorageError(f"{self.path} stayed locked by another process for "
+                                       f"{self.busy_retry_seconds:.0f}s ({what}): {exc}") from exc
+                logger.info("%s: %s is locked by another process (attempt %d), retrying in %.2fs",
+                            what, self.path.name, attempt, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.5)
 
     @staticmethod
     def _backup_to(conn: Any, dest: Path) -> None:
@@ -343,21 +406,41 @@ class NativeProvider(MemoryProvider):
         requests) share one connection, and a statement sent while another
         task's transaction is open would become part of it.
         """
+        import sqlean
+
         async with self._write_lock:
-            await self.db.execute("BEGIN IMMEDIATE")
+            await self._retry_busy("begin", lambda: self.db.execute("BEGIN IMMEDIATE"))
             try:
                 yield self.db
-            except BaseException:
+                await self._retry_busy("commit", lambda: self.db.execute("COMMIT"))
+            except BaseException as exc:
                 if self.db.in_transaction:  # a COMMIT interrupted by cancellation may have ended it
                     with contextlib.suppress(Exception):
                         await self.db.execute("ROLLBACK")
+                if isinstance(exc, sqlean.OperationalError):
+                    raise self._storage_error(exc, "write") from exc
                 raise
-            await self.db.execute("COMMIT")
 
     async def _write(self, sql: str, params: Sequence[Any] = ()) -> None:
         """One write statement (atomic on its own), outside any other task's transaction."""
+        import sqlean
+
         async with self._write_lock:
-            await self.db.execute(sql, params)
+            try:
+                await self._retry_busy("write", lambda: self.db.execute(sql, params))
+            except sqlean.OperationalError as exc:
+                raise self._storage_error(exc, "write") from exc
+
+    def _storage_error(self, exc: BaseException, what: str) -> StorageError:
+        """A sqlite error of a write as a StorageError that says what to do."""
+        text = str(exc)
+        if "readonly" in text or "read-only" in text:
+            return StorageError(f"cannot {what} {self.path}: it is read-only ({text}); check the permissions of "
+                                "the file and of the data directory ('dexai memory doctor')")
+        if "disk is full" in text or "disk I/O" in text:
+            return StorageError(f"cannot {what} {self.path}: {text} (free some disk space; nothing was "
+                                "half-written)")
+        return StorageError(f"cannot {what} {self.path}: {text}")
 
     @contextlib.asynccontextmanager
     async def deferred_vectors(self) -> AsyncIterator[None]:
