@@ -379,6 +379,29 @@ async def recall(source: MemoryProvider | Any, query: str, *, user_id: str, limi
     return RecallResult(query, tuple(found.memories))
 
 
+async def facts_by_category(source: MemoryProvider | Any, *, user_id: str, project: str | None = None,
+                            limit: int = 500) -> dict[str, list[Memory]]:
+    """What is remembered about ``user_id``: current durable memories grouped by :func:`category_of`.
+
+    Session notes, snapshots and transcripts are left out (only
+    :data:`DURABLE_TYPES`). Categories come in :class:`Category` order, then
+    the others (``relationship``, ``commitment``, ...) alphabetically; within
+    one, pinned first, then by importance, newest first. At most ``limit``
+    memories (the newest) are read. Backs ``dexai memory facts`` and the
+    plugin's ``/dexai-memory:facts``.
+    """
+    provider = resolve_provider(source)
+    memories = await provider.list(user_id=user_id, filters=SearchFilters(project=project, types=DURABLE_TYPES),
+                                   limit=limit)
+    groups: dict[str, list[Memory]] = {}
+    for memory in memories:
+        groups.setdefault(category_of(memory), []).append(memory)
+    order = [c.value for c in Category]
+    ranked = sorted(groups, key=lambda c: (order.index(c) if c in order else len(order), c))
+    return {c: sorted(groups[c], key=lambda m: (not m.pinned, -m.importance, -m.created_at.timestamp()))
+            for c in ranked}
+
+
 # --------------------------------------------------------------------------- binding and MCP
 
 
