@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -309,11 +310,14 @@ def facts(limit: int, ctx: Context) -> None:
     """What is remembered about the user, grouped by category (preference, fact, insight, warning, goal, ...).
 
     Current durable memories only (no session notes, snapshots or superseded
-    memories); the plugin's /dexai-memory:facts shows this.
+    memories); the plugin's /dexai-memory:facts shows this. Without --project,
+    the scope is the hooks' ($DEXAI_MEMORY_PROJECT, else every project).
     """
     from dexai_memory.block import neutralise
+    from dexai_memory.hook_runtime import project_for
     from dexai_memory.tools import facts_by_category
 
+    ctx.project = ctx.project or project_for({"cwd": os.getcwd()})
     groups = with_provider(ctx, lambda p: facts_by_category(p, user_id=ctx.user, project=ctx.project, limit=limit))
     total = sum(len(ms) for ms in groups.values())
     if ctx.json:

@@ -74,6 +74,8 @@ def test_memory_facts_by_category(remembered: Path) -> None:
     data = json.loads(runner.invoke(cli, ["memory", "facts", "--user", "alice", "--json"]).output)
     assert data["count"] == 4 and list(data["categories"]) == ["preference", "warning", "goal", "relationship"]
     assert data["categories"]["goal"][0]["type"] == "COMMITMENT"
+    scoped = runner.invoke(cli, ["memory", "facts", "--user", "alice"], env={"DEXAI_MEMORY_PROJECT": "mobius"})
+    assert scoped.output.strip() == "Nothing is remembered about alice in project mobius yet."  # as the hooks scope
     nobody = runner.invoke(cli, ["memory", "facts", "--user", "carol"])
     assert nobody.output.strip() == "Nothing is remembered about carol yet."
 
