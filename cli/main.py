@@ -1,5 +1,5 @@
 """The ``dexai`` command: ``dexai memory ...``, ``dexai daemon``, ``dexai hook ...``,
-``dexai demo`` and ``dexai bench``. Each lives in its own module, imported on use."""
+``dexai mcp``, ``dexai demo`` and ``dexai bench``. Each lives in its own module, imported on use."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ COMMANDS = {
     "memory": "dexai_memory.cli.memory:memory",
     "daemon": "dexai_memory.cli.daemon:daemon",
     "hook": "dexai_memory.cli.hook:hook",
+    "mcp": "dexai_memory.cli.mcp:mcp",
     "demo": "dexai_memory.cli.demo:demo",
     "bench": "dexai_memory.cli.bench:bench",
 }

@@ -276,3 +276,14 @@ async def test_bound_tools_use_settings(store: NativeProvider) -> None:
     result = await tools.handle_remember({"content": "User's timezone is Europe/Lisbon", "category": "fact"})
     assert "Remembered" in result["content"][0]["text"]
     assert (await tools.recall("timezone")).memories[0].content == "User's timezone is Europe/Lisbon"
+
+
+async def test_call_turns_every_failure_into_a_tool_error(store: NativeProvider) -> None:
+    unknown = await MemoryTools(store, U).call("memorize", {"content": "x"})
+    assert unknown["is_error"] and "unknown tool 'memorize'" in unknown["content"][0]["text"]
+    invalid = await MemoryTools(store, U).call("recall", {"query": 3})
+    assert invalid["is_error"] and invalid["content"][0]["text"].startswith("Input validation error: 3 is not")
+    broken = await MemoryTools(object(), U).call("remember", {"content": "User likes jazz", "category": "fact"})
+    assert broken["is_error"]
+    assert broken["content"][0]["text"].startswith("Error: remember failed: TypeError: expected a MemoryProvider")
+    assert await store.count(user_id=U) == 0
