@@ -245,7 +245,13 @@ def on_pre_compact(ctx: HookContext, payload: dict[str, Any]) -> str:
     return compaction_instructions(settings)
 
 
+#: Our own memory tools (plugin MCP server, Agent SDK server): their results are memory already.
+OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
+
+
 def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    if str(payload.get("tool_name") or "").startswith(OWN_TOOL_PREFIXES):
+        return {}  # recall output extracted again would store copies of what memory holds
     response = payload.get("tool_response")
     text = response if isinstance(response, str) else _text_of(response) if isinstance(response, list) else ""
     if not text and isinstance(response, dict):

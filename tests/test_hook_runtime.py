@@ -233,3 +233,13 @@ def test_reflection_hint_reaches_the_model_on_user_prompt_submit(home: Path) -> 
     assert HINT_PREFIX not in context_of(hook("user-prompt-submit", again, home), "UserPromptSubmit")  # cool-down
     fixed = {"session_id": "h2", "prompt": "No, I meant the staging cluster, not production."}
     assert "correct" in context_of(hook("user-prompt-submit", fixed, home), "UserPromptSubmit").lower()
+
+
+def test_our_own_memory_tool_results_are_not_captured_again(home: Path) -> None:
+    for tool in ("mcp__plugin_dexai-memory_dexai-memory__recall", "mcp__dexai_memory__recall"):
+        payload = {"session_id": "own", "tool_name": tool, "tool_use_id": tool,
+                   "tool_response": "I live in Lisbon and my dentist is Dr Costa on Friday"}
+        assert hook("post-tool-use", payload, home).returncode == 0
+    queue = home / "queue.db"
+    if queue.exists():
+        assert sqlite3.connect(queue).execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
