@@ -178,4 +178,5 @@ def test_dexai_demo_succeeds(tmp_path: Path) -> None:
                           text=True, env=env, timeout=600, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["ok"] and len(report["survived"]) == 3 and report["from_summary"] == []
+    assert report["ok"] and len(report["survived"]) == len(report["keys"]) == 4 and report["from_summary"] == []
+    assert report["stored"], "the demo must show what the hooks stored"
