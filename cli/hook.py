@@ -20,6 +20,6 @@ EVENT_NAMES = ("session-start", "user-prompt-submit", "pre-compact", "post-compa
 @click.argument("event", type=click.Choice(EVENT_NAMES))
 def hook(event: str) -> None:
     """Run one Claude Code hook EVENT (hook JSON on stdin, hook JSON on stdout)."""
-    from dexai_memory.hook_runtime import run
+    from dexai_memory.hook_runtime import main
 
-    sys.exit(run(event, sys.stdin, sys.stdout))
+    sys.exit(main([event]))

@@ -504,7 +504,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1:
         sys.stderr.write(f"usage: python -m dexai_memory.hook_runtime <{'|'.join(EVENTS)}>\n")
         return 2
-    return run(args[0], sys.stdin, sys.stdout)
+    import io
+
+    # undecodable bytes in the hook input become U+FFFD instead of failing the hook
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace")
+    return run(args[0], stdin, stdout)
 
 
 if __name__ == "__main__":

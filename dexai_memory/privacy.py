@@ -21,7 +21,7 @@ import math
 import re
 from collections import Counter
 
-__all__ = ["REDACTED", "contains_secret", "redact"]
+__all__ = ["REDACTED", "clean", "contains_secret", "redact"]
 
 #: What a secret is replaced with.
 REDACTED = "[redacted]"
@@ -126,10 +126,22 @@ def _env_assign(m: re.Match[str]) -> str:
     return m.group("label") + REDACTED
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """``text`` fit for our files: NUL and other control characters (but tab and newlines) dropped,
+    lone surrogates (half an emoji, undecodable bytes) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+
+
 def redact(text: str) -> str:
-    """``text`` without private sections and with secrets replaced by ``[redacted]``."""
+    """``text`` without private sections and with secrets replaced by ``[redacted]`` (and
+    :func:`clean`: every text that enters our files goes through here)."""
     if not text:
         return text
+    text = clean(text)
     out = _PRIVATE.sub(" ", text)
     out = _STRAY_TAG.sub("", out)
     for pattern in _SECRETS:

@@ -161,3 +161,25 @@ def test_hook_files_are_private_to_the_user(isolated_home: Path, tmp_path: Path)
         assert path.stat().st_mode & 0o077 == 0, path
     settings = load_settings(home=isolated_home)
     assert settings.home.stat().st_mode & 0o077 == 0
+
+
+def test_invalid_utf8_and_nul_bytes_are_cleaned_at_the_entry(isolated_home: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(isolated_home), "DEXAI_MEMORY_USER": "alice"}
+    base = {"session_id": "u1", "cwd": str(tmp_path)}
+    prompt = json.dumps({**base, "prompt": "I live in Lisbon\u0000 and my dentist is Dr Costa XYZ",
+                         "prompt_id": "p1"}).encode().replace(b"XYZ", b"\xff\xfe")
+    for event, data in (("user-prompt-submit", prompt),
+                        ("stop", json.dumps({**base, "last_assistant_message": "ok"}).encode())):
+        proc = subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event], input=data,
+                              capture_output=True, env=env, timeout=60, check=False)
+        assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr
+    rows = sqlite3.connect(isolated_home / "queue.db").execute("SELECT payload FROM jobs").fetchall()
+    assert rows and all("\x00" not in r[0] and "\\u0000" not in r[0] for r in rows)
+    assert hook("pre-compact", {**base, "trigger": "manual"}, isolated_home).returncode == 0
+    with sqlite3.connect(isolated_home / "memory.db") as db:
+        contents = [r[0] for r in db.execute("SELECT content FROM memories")]
+        dead = sqlite3.connect(isolated_home / "queue.db").execute("SELECT COUNT(*) FROM dead_letters").fetchone()
+    assert any("Lisbon" in c for c in contents) and not any("\x00" in c for c in contents)
+    assert dead[0] == 0
