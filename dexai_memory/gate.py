@@ -193,7 +193,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
     "technical": re.compile(
         r"`[^`\n]{1,200}`|(?:^|[\s(])[~.]{0,2}/?[\w.-]+/[\w.<>*-]*|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|"
         r"md|txt|toml|ya?ml|json|lock|sh|sql|cfg|ini|conf|graphql|html|css|production)\b|\.env\b|\b\d+(?:\.\d+)+\b|"
-        r"\b\d+\s*(?:mb|gb|tb|kb|ms|seconds?|minutes?|hours?|days?|requests?|rps|%|percent|nodes?|replicas?|cores?|"
+        r"\b\d+\s*(?:[a-z]+\s+)?(?:mb|gb|tb|kb|ms|seconds?|minutes?|hours?|days?|requests?|rps|%|percent|nodes?|replicas?|cores?|"
         r"lines?|jobs?|ids?|workers?|agents?)\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:io|com|net|org|internal|local|dev)\b|"
         r"\bport\s+\d+|https?://|\b(?:python|node|postgres|java|go|django|rails|react|android|ios)\s+\d",
         re.I,

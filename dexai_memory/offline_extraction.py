@@ -326,7 +326,7 @@ _STANDING_LEAD = re.compile(
 _SCOPE = re.compile(r"^(?:in|for|on|with|inside|within)\s+(?:the|this|all|every|any|our|new|each)\s+[^,;:]{1,40},\s*"
                     r"(?P<rest>.+)$", re.I)
 _IMPERATIVE_VERB = re.compile(
-    r"^(?:please\s+|also\s+)*(?:use|run|write|keep|put|store|name|prefix|format|add|test|group|answer|reply|respond|"
+    r"^(?:please\s+|also\s+)*(?P<verb>use|run|write|keep|put|store|name|prefix|format|add|test|group|answer|reply|respond|"
     r"log|tag|label|document|commit|push|merge|squash-merge|rebase|deploy|review|lint|pin|bump|ask|send|mention|"
     r"include|sign|follow|stick|default|place|wrap|return|raise|validate|quote|indent|sort|limit|cap|target|"
     r"install|import|configure|set|call|check|make|give|cite|link|spell|treat|assume|mark|notify|email|book|"
@@ -344,6 +344,9 @@ _TRANSIENT = re.compile(r"\b(?:again|now|for now|right now|first|then|this|that|
                         r"today|quickly|later|the (?:last|previous|next|following|above|same))\b", re.I)
 _DETERMINERS = frozenset("the a an this that these those it them me us my our your his her their its some one "
                          "him".split())
+#: Verbs whose bare imperative ("Use tabs ...", "Name feature branches ...") states a habit, not an errand.
+_HABIT_VERBS = frozenset("use keep name prefix format prefer write store put log tag label spell quote indent sort "
+                         "default treat assume respect stick follow answer reply respond sign cite link".split())
 _PREPOSITIONS = frozenset("with to for on at in from about by into over under of up down out off".split())
 _DECISION_LABEL = re.compile(r"^(?:decision|decided|we decided)\s*:\s*(?P<body>.+)$", re.I)
 _LETS = re.compile(r"^let'?s\s+(?P<verb>go with|use|stick with|pick|choose|adopt|switch to|keep)\s+(?P<rest>.+)$", re.I)
@@ -480,8 +483,9 @@ def _instruction_body(sentence: str, anchor: datetime | None = None) -> tuple[st
     "Always ...", "From now on ...", "When you ..., ..." are standing orders
     as said; a bare imperative ("Use tabs in the Makefile", "Run `make check`
     before every push") is one when something marks it as standing (every,
-    instead of, "..., not X", a plural object with no article) rather than a
-    request for now ("Run the tests again").
+    instead of, "..., not X", a habit verb with an object and no article)
+    rather than a request for now ("Run the tests again", "Add type hints to
+    the config loader").
     """
     if _STANDING_LEAD.match(sentence):
         body = re.sub(r"^(?:please\s+)?(?:remember to\s+)?", "", sentence, flags=re.I)
@@ -491,7 +495,8 @@ def _instruction_body(sentence: str, anchor: datetime | None = None) -> tuple[st
     if verb is None:
         return None, sentence
     after = (verb.group("after") or "").strip().lower()
-    bare = after.isalpha() and after not in _DETERMINERS and after not in _PREPOSITIONS
+    habit = verb.group("verb").lower() in _HABIT_VERBS
+    bare = habit and after.isalpha() and after not in _DETERMINERS and after not in _PREPOSITIONS
     if find_dates(sentence, anchor):
         return None, sentence  # "Call the bank on Friday": an errand with a date, not a standing order
     if _STANDING_CUE.search(sentence) or scope or bare and not _TRANSIENT.search(sentence):

@@ -30,22 +30,33 @@ def notes_of(text: str) -> list[tuple[str, str, int, str | None]]:
     ("said", "content", "category"),
     [
         ("Never run the Grimsby migration on a Friday, it locks the orders table.",
-         "The user warned: never run the Grimsby migration on a Friday, it locks the orders table.", "warning"),
+         "Never run the Grimsby migration on a Friday, it locks the orders table.", "warning"),
         ("Never deploy the Cobbleton service unless its feature flag is off.",
-         "The user warned: never deploy the Cobbleton service unless its feature flag is off.", "warning"),
+         "Never deploy the Cobbleton service unless its feature flag is off.", "warning"),
         ("Don't touch the Ashcombe cron job, it feeds the finance reports.",
-         "The user warned: don't touch the Ashcombe cron job, it feeds the finance reports.", "warning"),
+         "Don't touch the Ashcombe cron job, it feeds the finance reports.", "warning"),
         ("Be careful: the Brackwater staging cluster shares its database with production.",
-         "The user warned: the Brackwater staging cluster shares its database with production.", "warning"),
+         "The Brackwater staging cluster shares its database with production.", "warning"),
         ("Watch out: the Pellucid API allows only 30 requests per minute.",
-         "The user warned: the Pellucid API allows only 30 requests per minute.", "warning"),
+         "The Pellucid API allows only 30 requests per minute.", "warning"),
         ("Please do not push to my release branch without a review.",
-         "The user warned: do not push to The user's release branch without a review.", "warning"),
+         "Do not push to the user's release branch without a review.", "warning"),
         ("Always run the linters before pushing to main.",
-         "The user instructed: always run the linters before pushing to main.", "instruction"),
+         "Always run the linters before pushing to main.", "instruction"),
+        ("From now on, run `make check` before every push.",
+         "From now on, run `make check` before every push.", "instruction"),
+        ("Please use `uv pip install` instead of plain pip in this project.",
+         "Use `uv pip install` instead of plain pip in this project.", "instruction"),
+        ("Remember to update docs/api.md whenever an endpoint changes.",
+         "Update docs/api.md whenever an endpoint changes.", "instruction"),
+        ("Format Go code with gofumpt, not gofmt.", "Format Go code with gofumpt, not gofmt.", "instruction"),
+        ("Heads up: the test database is wiped every night at 02:00 UTC.",
+         "The test database is wiped every night at 02:00 UTC.", "warning"),
+        ("The legacy Orbit service crashes if you send it more than 500 ids in one request.",
+         "The legacy Orbit service crashes if you send it more than 500 ids in one request.", "warning"),
     ],
 )
-def test_commands_become_warnings(said: str, content: str, category: str) -> None:
+def test_commands_are_kept_in_the_imperative(said: str, content: str, category: str) -> None:
     [(kind, text, importance, cat)] = notes_of(said)
     assert (kind, text, cat) == ("INSIGHT", content, category)
     assert importance >= WARNING_IMPORTANCE
@@ -60,18 +71,21 @@ def test_encouragement_and_questions_are_not_warnings(said: str) -> None:
 def test_a_warning_keeps_its_reason_from_the_next_sentence() -> None:
     [(kind, text, _, cat)] = notes_of("Never run the Grimsby migration on a Friday. It locks the orders table.")
     assert kind == "INSIGHT" and cat == "warning"
-    assert text == "The user warned: never run the Grimsby migration on a Friday; it locks the orders table."
+    assert text == "Never run the Grimsby migration on a Friday; it locks the orders table."
 
 
 @pytest.mark.parametrize(
     ("said", "content"),
     [
         ("We decided to keep user sessions in the Tarnwick cache instead of Redis.",
-         "The user and the team decided to keep user sessions in the Tarnwick cache instead of Redis."),
+         "The team decided to keep user sessions in the Tarnwick cache instead of Redis."),
         ("We settled on four replicas for the Dunmore worker pool.",
-         "The user and the team settled on four replicas for the Dunmore worker pool."),
+         "The team settled on four replicas for the Dunmore worker pool."),
         ("We agreed to drop support for the Merriwether legacy client in version 3.",
-         "The user and the team agreed to drop support for the Merriwether legacy client in version 3."),
+         "The team agreed to drop support for the Merriwether legacy client in version 3."),
+        ("Let's go with SQLite for the desktop app since it has to work offline.",
+         "The team decided to go with SQLite for the desktop app since it has to work offline."),
+        ("Decision: the search service will use OpenSearch 2.11.", "The search service will use OpenSearch 2.11."),
         ("I decided to use Ruff instead of Flake8.", "The user decided to use Ruff instead of Flake8."),
     ],
 )
