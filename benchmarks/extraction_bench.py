@@ -26,7 +26,8 @@ third-person grammar such as "The user work"). **Precision** = notes that hold
 the key phrases of their statement / every note (filler notes count as
 wrong). **Date accuracy** = dated statements with a note whose ``event_date``
 (or commitment due date) equals the label. Filler: notes per filler turn and
-the share of filler turns with any note.
+the share of filler turns with any note, and the notes per filler turn of the
+extractor alone (gate off: what ``ingest``, whose gate threshold is 0, stores).
 
 ``--quick``: every third statement, offline only. ``--misses N`` prints N
 misses per kind of the ``--misses-split`` split (default ``dev``).
@@ -45,6 +46,7 @@ from typing import Any
 
 from benchmarks.common import BENCH_DIR, arg_parser, format_table, say, write_result
 from dexai_memory.config import DEFAULT_GATE_THRESHOLD
+from dexai_memory.errors import ExtractionError
 from dexai_memory.extraction import Extractor
 from dexai_memory.gate import Gate
 from dexai_memory.models import ExtractedNote, Turn
@@ -98,13 +100,26 @@ def _turn(row: dict[str, Any]) -> Turn:
 
 
 async def run_extractor(extractor: Extractor, rows: Sequence[dict[str, Any]], gate: Gate) -> dict[str, Any]:
-    """Per row: the gate's verdict and the notes (none when the gate stops the turn)."""
+    """Per row: the gate's verdict and the notes (none when the gate stops the turn); for filler rows
+    also the notes of the extractor alone (``ungated``: what ``ingest``, whose gate threshold is 0, or
+    a longer turn that passes the gate would store)."""
     out: dict[str, Any] = {}
+
+    async def extract(turn: Turn) -> list[ExtractedNote]:
+        try:
+            return await extractor.extract([turn])
+        except ExtractionError as exc:  # reported per turn; the live path would retry, then dead-letter
+            out[turn.id]["errors"].append(str(exc))
+            return []
+
     for row in rows:
         turn = _turn(row)
         verdict = gate.score(turn.content, ())
-        notes: list[ExtractedNote] = await extractor.extract([turn]) if verdict.passed else []
-        out[row["id"]] = {"gate": verdict.score, "passed": verdict.passed, "notes": notes}
+        out[row["id"]] = {"gate": verdict.score, "passed": verdict.passed, "errors": []}
+        notes = await extract(turn) if verdict.passed else []
+        out[row["id"]]["notes"] = notes
+        if not row["must_keep"]:
+            out[row["id"]]["ungated"] = notes if verdict.passed else await extract(turn)
     return out
 
 
@@ -170,11 +185,13 @@ def summarise(rows: Sequence[dict[str, Any]], scores: dict[str, dict[str, Any]])
                 k["date_ok"] += s["date_ok"]
         else:
             k["with_notes"] += s["notes"] > 0
+            k["ungated"] += s.get("ungated", 0)
     per_kind: dict[str, dict[str, Any]] = {}
     for kind, k in sorted(kinds.items()):
         if kind == "filler":
             per_kind[kind] = {"n": k["n"], "notes": k["notes"], "notes_per_turn": round(k["notes"] / k["n"], 3),
-                              "turns_with_notes_pct": _pct(k["with_notes"], k["n"])}
+                              "turns_with_notes_pct": _pct(k["with_notes"], k["n"]),
+                              "ungated_notes_per_turn": round(k["ungated"] / k["n"], 3)}
         else:
             per_kind[kind] = {"n": k["n"], "recall_pct": _pct(k["kept"], k["n"]), "found_pct": _pct(k["found"], k["n"]),
                               "precision_pct": _pct(k["matching"], k["notes"]),
@@ -197,6 +214,8 @@ def summarise(rows: Sequence[dict[str, Any]], scores: dict[str, dict[str, Any]])
         "notes_per_statement": round(sum(scores[r["id"]]["notes"] for r in keep) / len(keep), 3) if keep else None,
         "filler_notes_per_turn": round(filler_notes / len(filler), 3) if filler else None,
         "filler_turns_with_notes_pct": _pct(sum(scores[r["id"]]["notes"] > 0 for r in filler), len(filler)),
+        "filler_notes_per_turn_ungated": round(sum(scores[r["id"]].get("ungated", 0) for r in filler) / len(filler), 3)
+        if filler else None,
         "date_accuracy_pct": _pct(sum(scores[r["id"]]["date_ok"] for r in dated), len(dated)),
         "dated": len(dated),
     }
@@ -268,7 +287,8 @@ def _tables(name: str, summaries: dict[str, dict[str, Any]]) -> str:
         out.append(format_table(["kind", "n", "recall %", "found %", "precision %", "notes/turn", "date acc %"], rows,
                                 title=f"{name}, {split} split"))
         out.append(f"filler: {o['filler_turns']} turns, {o['filler_notes_per_turn']} notes per turn, "
-                   f"{o['filler_turns_with_notes_pct']} % of them with a note; "
+                   f"{o['filler_turns_with_notes_pct']} % of them with a note "
+                   f"({o['filler_notes_per_turn_ungated']} notes per turn from the extractor alone, gate off); "
                    f"least recall of a kind: {o['min_kind_recall_pct']} %\n")
     return "\n\n".join(out)
 
@@ -282,10 +302,10 @@ def _misses(rows: Sequence[dict[str, Any]], per_turn: dict[str, Any], split: str
         t = per_turn[row["id"]]
         s = t["score"]
         bad = (row["must_keep"] and (not s["kept"] or s.get("date_ok") is False)) or (not row["must_keep"]
-                                                                                     and s["notes"])
+                                                                                     and s.get("ungated"))
         if bad and len(by_kind[row["kind"]]) < n:
             notes = "; ".join(f"[{x['type']} {x['importance']} {x['event_date'] or x['due'] or ''}] {x['content']}"
-                              for x in t["notes"]) or "(none)"
+                              for x in t.get("ungated_notes", t["notes"])) or "(none)"
             why = ", ".join(s.get("problems", [])) + ("" if s.get("date_ok", True) else " date")
             by_kind[row["kind"]].append(f"  {row['id']} {row['text']!r} gate={t['gate']} {why} -> {notes}")
     for kind, items in sorted(by_kind.items()):
@@ -308,11 +328,18 @@ async def run(rows: Sequence[dict[str, Any]], haiku: str | None, threshold: floa
             for row in rows:
                 r = raw[row["id"]]
                 scores[row["id"]] = score_row(row, r["notes"])
-                per_turn[row["id"]] = {"gate": r["gate"], "passed": r["passed"],
+                if "ungated" in r:
+                    scores[row["id"]]["ungated"] = len(r["ungated"])
+                per_turn[row["id"]] = {"gate": r["gate"], "passed": r["passed"], "errors": r["errors"],
                                        "notes": [_note_json(n) for n in r["notes"]], "score": scores[row["id"]]}
+                if "ungated" in r:
+                    per_turn[row["id"]]["ungated_notes"] = [_note_json(n) for n in r["ungated"]]
             summaries = {split: summarise([r for r in rows if split == "all" or r["split"] == split], scores)
                          for split in SPLITS}
-            results[name] = {"summary": summaries, "per_turn": per_turn}
+            errors = sum(len(r["errors"]) for r in raw.values())
+            if errors:
+                say(f"{name}: {errors} extraction error(s), counted as no note")
+            results[name] = {"summary": summaries, "per_turn": per_turn, "errors": errors}
     finally:
         for close in closers:
             maybe = close()
@@ -347,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for split in ("dev", "heldout"):
             o = res["summary"][split]["overall"]
             for key in ("recall_pct", "min_kind_recall_pct", "precision_pct", "filler_notes_per_turn",
-                        "date_accuracy_pct"):
+                        "filler_notes_per_turn_ungated", "date_accuracy_pct"):
                 summary[f"{prefix}_{split}_{key}"] = o[key]
     params = {"corpus": str(args.corpus), "rows": len(rows), "threshold": args.threshold,
               "extractors": list(results), "haiku": args.haiku}

@@ -397,6 +397,8 @@ _SESSION_COMMITMENT = re.compile(
     r"\bI\s+must\b",
     re.I,
 )
+_REMIND = re.compile(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b|"
+                     r"^(?:please\s+)?don'?t\s+let\s+me\s+forget\s+(to|about|that)\b", re.I)
 _SESSION_PREFERENCE = re.compile(r"\bI(?:'d| would)\s+(?:rather|like)\b(?!\s+to\b)|\bI(?:'m| am)\s+(?:a\s+)?"
                                  r"(?:vegetarian|vegan)\b", re.I)
 _RECURRING = re.compile(r"\b(?:birthday|anniversary|every|each|weekly|daily|monthly|yearly|annual)\b", re.I)
@@ -811,10 +813,13 @@ class OfflineExtractor(Extractor):
             if statement is None:
                 return None
             sentence = statement
+        sentence = _REMIND.sub(lambda m: f"I want to be reminded {m.group(1) or m.group(2)}", sentence)
+        if _CHATTER.match(sentence) or _IMPERATIVE.match(sentence) or _REQUEST.match(sentence):
+            return None  # thinking aloud, advice, or a request for now ("Show me the diff")
         first_person = bool(_FIRST_PERSON.search(sentence))
         if not first_person:
-            if _IMPERATIVE.match(sentence) or _REQUEST.match(sentence) or _VAGUE_SUBJECT.match(sentence):
-                return None  # a request, advice, or "it works now": not a durable, self-contained fact
+            if _VAGUE_SUBJECT.match(sentence):
+                return None  # "It works now": not a self-contained fact
             if _HAZARD.search(sentence):
                 return self._rule_note("warning", sentence, turn, rewrite)
             if _RULE.search(sentence) and not find_dates(sentence, anchor):
@@ -851,9 +856,6 @@ class OfflineExtractor(Extractor):
                    category: str | None = None, floor: int = 0, past: bool = False) -> ExtractedNote | None:
         """A statement of the session's user: about themselves, the team, the project or a person."""
         name = "The user"
-        sentence = re.sub(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b|"
-                          r"^(?:please\s+)?don'?t\s+let\s+me\s+forget\s+(to|about|that)\b",
-                          lambda m: f"I want to be reminded {m.group(1) or m.group(2)}", sentence, flags=re.I)
         first_person = bool(_FIRST_PERSON.search(sentence))
         before = bool(_PAST_WORDS.search(sentence) or _PAST_VERB.search(sentence)) and not _TO_VERB.search(sentence)
         future = not past and (is_future(sentence) or not before)
@@ -873,6 +875,8 @@ class OfflineExtractor(Extractor):
             return None
         entities = tuple(dict.fromkeys(([name] if first_person else []) + regex_entities(dated)))
         verdict = self.gate.score(sentence)
+        if category is None and verdict.score < self.gate.threshold:
+            return None  # the sentence alone would not pass the gate: chatter inside a longer turn
         importance = self._importance(note_type, verdict.score, dates, entities, sentence, False)
         durable = {"technical", "project", "ownership", "entities", "decision"} & set(verdict.signals)
         floor = max(floor, _SESSION_FLOORS.get(note_type, 5), 6 if durable else 0)

@@ -131,3 +131,65 @@ def test_named_speakers_keep_the_general_rules() -> None:
     assert ex.extract_sync([advice]) == [] and ex.extract_sync([command]) == []
     [note] = ex.extract_sync([decision])
     assert note.type is MemoryType.EVENT and note.category is None
+
+
+# ---------------------------------------------------------------------------- issue 13
+MONDAY = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
+
+
+def said_on(text: str, when: datetime = MONDAY) -> list:
+    return OfflineExtractor().extract_sync([Turn(id="t1", user_id="u", content=text, role="user", timestamp=when)])
+
+
+def test_a_dentist_appointment_on_friday_said_on_monday_is_the_coming_friday() -> None:
+    [note] = said_on("I have a dentist appointment on Friday at 10.")
+    assert note.content == "The user has a dentist appointment on 6 March 2026 at 10."
+    assert note.type is MemoryType.COMMITMENT and note.event_date == "2026-03-06"
+    assert note.commitment is not None and note.commitment.due_at == datetime(2026, 3, 6, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("said", "content"), [
+    ("Our CI runs on Buildkite with 6 parallel agents.", "The team's CI runs on Buildkite with 6 parallel agents."),
+    ("We host everything on AWS in eu-west-1.", "The team hosts everything on AWS in eu-west-1."),
+    ("The config for the ingest worker lives in /etc/ingestor/config.yaml.",
+     "The config for the ingest worker lives in /etc/ingestor/config.yaml."),
+    ("Priya owns the billing service.", "Priya owns the billing service."),
+    ("Remember this: the staging database is restored from prod every Sunday.",
+     "The staging database is restored from prod every Sunday."),
+    ("I live in Lisbon and work at Lumenfield as a backend engineer.",
+     "The user lives in Lisbon and works at Lumenfield as a backend engineer."),
+])
+def test_facts_are_clean_self_contained_sentences(said: str, content: str) -> None:
+    [note] = said_on(said)
+    assert note.content == content
+    assert note.importance >= 5 and note.confidence >= 0.7
+
+
+def test_project_facts_rank_high_enough_for_the_post_compaction_block() -> None:
+    [note] = said_on("The production database is Postgres 15 on db-prod-01.internal.")
+    assert (note.type, note.importance >= 6, note.confidence >= 0.7) == (MemoryType.FACT, True, True)
+    [pref] = said_on("I prefer pytest fixtures over unittest setUp methods.")
+    [rule] = said_on("Run `make check` before every push.")
+    assert pref.importance >= 7 and rule.importance >= pref.importance
+
+
+@pytest.mark.parametrize(("said", "content"), [
+    ("My goal this quarter is to get test coverage above 85 percent.",
+     "The user's goal this quarter is to get test coverage above 85 percent."),
+    ("New goal: replace the hand-written SQL in reports with dbt models.",
+     "The user's goal is to replace the hand-written SQL in reports with dbt models."),
+    ("I'm trying to cut the Docker image size below 200 MB.",
+     "The user's goal is to cut the Docker image size below 200 MB."),
+])
+def test_goals_are_open_commitments_of_one_shape(said: str, content: str) -> None:
+    [note] = said_on(said)
+    assert (note.content, note.type, note.category) == (content, MemoryType.COMMITMENT, "goal")
+    assert note.importance >= 7 and note.commitment is not None and note.commitment.status == "open"
+
+
+@pytest.mark.parametrize("said", [
+    "Sorry, I meant the second file.", "Looks good to me.", "It works now!", "Run the tests again.",
+    "Whatever works.", "Show me the diff.", "Don't worry about it.", "Write a unit test for parse_date.",
+])
+def test_chatter_and_errands_give_no_note(said: str) -> None:
+    assert said_on(said) == []
