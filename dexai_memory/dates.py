@@ -133,11 +133,6 @@ class ResolvedDate:
         return format_day(self.date)
 
     @property
-    def kind_of_day_free(self) -> bool:
-        """Whether the expression names no part of the day itself ("Friday", not "tonight")."""
-        return not re.search(r"night|morning|afternoon|evening", self.text, re.I)
-
-    @property
     def phrase(self) -> str:
         """:attr:`human` with its preposition ("on 7 May 2023", "in April 2023")."""
         if self.granularity in ("day", "weekend"):
@@ -370,7 +365,8 @@ def rewrite_dates(text: str, anchor: date | datetime | None, *,
             if r.text.lower().startswith("in ") and r.granularity == "day":
                 replacement = f"on {r.human}"
             part = _PART_OF_DAY.match(text, r.end)
-            if part and r.granularity == "day" and replacement.startswith("on ") and r.kind_of_day_free:
+            if part and r.granularity == "day" and replacement.startswith("on ") \
+                    and not re.search(r"night|morning|afternoon|evening", r.text, re.I):
                 # "on Saturday morning" -> "on the morning of 7 March 2026"
                 parts.append(f"on the {part.group(1).lower()} of {r.human}")
                 pos = part.end()

@@ -16,20 +16,47 @@ who, due date) to promises and reminders. A short answer to the previous
 speaker's question is kept together with that question. An image caption in
 ``turn.metadata["caption"]`` becomes "<speaker> shared a photo of ...".
 
+The session's user
+------------------
 The user of an assistant session (a turn with role ``user`` and no speaker
-name, as the Claude Code hooks send it) gets three more rules:
+name, as the Claude Code hooks send it) speaks to an agent about their work
+and life; their sentences are read with rules of their own, each note a
+clean, self-contained sentence that keeps their exact names, paths, numbers
+and `commands`:
 
-* warnings and standing instructions phrased as commands become notes:
-  "Never run the Grimsby migration on a Friday." -> "The user warned: never
-  run the Grimsby migration on a Friday." (INSIGHT, importance >= 7,
-  ``category`` "warning"; "Always ..." / "Make sure ..." -> "The user
-  instructed: ...", ``category`` "instruction"). Encouragement ("don't
-  worry", "never give up") is not a warning;
-* decisions ("We decided / chose / settled on / agreed ...") are FACTs with
-  ``category`` "decision" and importance >= 6, not EVENTs: they hold until
-  changed;
-* requests to the assistant ("Fix the typo in the README.") and framing
-  ("Some context before we start.") are no durable fact and give no note.
+* **warnings** ("Never ...", "Don't ...", "Avoid ...", "Careful with ...",
+  "Watch out: ...", "Heads up: ...", and statements of a hazard: "X crashes
+  if ...", "..., so don't ...") and **standing instructions** ("Always ...",
+  "From now on, ...", "Make sure ...", "Please use X instead of Y", "When you
+  ..., ...", "In the changelog, group ...", and a habit verb with a bare
+  object: "Use tabs in the Makefile", "Name feature branches ...") are kept
+  in the imperative they were given in ("Run `make check` before every
+  push."), with a marker such as "Heads up:" or "Remember to" dropped:
+  INSIGHT, ``category`` "warning" / "instruction", importance 8.
+  Encouragement ("don't worry"), requests for now ("Run the tests again",
+  "Add type hints to the config loader") and errands with a date are not;
+* **decisions** ("We decided / chose / settled on / are going with ...",
+  "Let's go with X", "Decision: ...", "The architecture review agreed ...")
+  are FACTs with ``category`` "decision", importance >= 7, their reason kept;
+* **goals** ("My goal this quarter is ...", "New goal: ...", "I'm trying to
+  ...", "I want to ...") take one shape, "The user's goal is to X (this
+  quarter)." ("The team's" for "our"), so that the next goal reads as a new
+  value of the same attribute: COMMITMENT with an open commitment,
+  ``category`` "goal", importance 7;
+* **facts** about the project, its environment and people ("The orders
+  service runs on port 8443", "Priya owns the billing service", "Our CI runs
+  on Buildkite") are stored as said, "we/our" read as "the team"; facts about
+  themselves in the third person ("The user lives in Lisbon and works at
+  ..."). Importance at least 6 when the sentence names a tool, path, version,
+  host, person or owner, preferences at least 7; confidence 0.8; nothing of
+  theirs above 8, so no statement outranks a standing instruction;
+* **dates** point forward unless the sentence is about the past: "I have a
+  dentist appointment on Friday" said on a Monday is the coming Friday, and a
+  statement with a coming date is a COMMITMENT due that day;
+* no note for labels ("Remember this:", "FYI,"), framing ("Some context
+  before we start."), questions, thinking aloud ("Sorry, I meant the second
+  file"), vague subjects ("It works now!") or a sentence that alone would not
+  pass the gate.
 
 Named speakers (LoCoMo-style conversations) keep the general rules: advice
 between people is not stored, and "we decided ..." stays a dated event.
@@ -358,6 +385,8 @@ _SESSION_DECISION = re.compile(
     re.I,
 )
 _GOAL_LEAD = re.compile(r"^(?:my|our|the)\s+(?:[\w-]+\s+){0,2}(?:goal|objective|aim|target|priority)s?\b", re.I)
+_GOAL_NORMAL = re.compile(r"^(?P<who>my|our|the)\s+(?:main\s+|current\s+|big\s+|top\s+)?(?:goal|objective|aim|target)"
+                          r"(?P<qual>\s+(?:for\s+|this\s+|of\s+)[^,]{1,30}?)?,?\s+is\s+(?P<rest>.+)$", re.I)
 _GOAL_LABEL = re.compile(r"^(?:new\s+|current\s+|main\s+|my\s+|our\s+)?(?:goal|objective|target|aim)\s*:\s*(?P<body>.+)$",
                          re.I)
 _GOAL_SELF = re.compile(
@@ -518,7 +547,15 @@ def _session_decision(sentence: str) -> str | None:
 
 
 def _goal_body(sentence: str) -> str | None:
-    """The goal the session's user states, in the shape "My goal is ...", or None."""
+    """The goal the session's user states, in one shape: "My goal is ..." (or "Our goal is ..."), any
+    qualifier moved to the end ("My goal this quarter is to X" -> "My goal is to X this quarter"), so
+    that a new goal reads as the same attribute with a new value."""
+    lead = _GOAL_NORMAL.match(sentence)
+    if lead:
+        who = "Our" if lead.group("who").lower() == "our" else "My"
+        qualifier = (lead.group("qual") or "").strip(" ,")
+        rest = lead.group("rest").rstrip(" .!")
+        return f"{who} goal is {rest}" + (f" {qualifier}" if qualifier else "") + "."
     if _GOAL_LEAD.match(sentence):
         return sentence
     m = _GOAL_LABEL.match(sentence)

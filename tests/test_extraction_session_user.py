@@ -175,16 +175,18 @@ def test_project_facts_rank_high_enough_for_the_post_compaction_block() -> None:
 
 @pytest.mark.parametrize(("said", "content"), [
     ("My goal this quarter is to get test coverage above 85 percent.",
-     "The user's goal this quarter is to get test coverage above 85 percent."),
+     "The user's goal is to get test coverage above 85 percent this quarter."),
     ("New goal: replace the hand-written SQL in reports with dbt models.",
      "The user's goal is to replace the hand-written SQL in reports with dbt models."),
     ("I'm trying to cut the Docker image size below 200 MB.",
      "The user's goal is to cut the Docker image size below 200 MB."),
 ])
 def test_goals_are_open_commitments_of_one_shape(said: str, content: str) -> None:
+    """One shape ("The user's goal is ..."), so a new goal reads as a new value of the same attribute."""
     [note] = said_on(said)
     assert (note.content, note.type, note.category) == (content, MemoryType.COMMITMENT, "goal")
     assert note.importance >= 7 and note.commitment is not None and note.commitment.status == "open"
+    assert note.commitment.what == content.removeprefix("The user's goal is to ").rstrip(".")
 
 
 @pytest.mark.parametrize("said", [
