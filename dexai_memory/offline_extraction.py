@@ -426,6 +426,25 @@ _SESSION_COMMITMENT = re.compile(
     r"\bI\s+must\b",
     re.I,
 )
+#: Fenced blocks (```...```, ~~~...~~~) and indented lines (stack frames, pasted code) of a prompt.
+_FENCED = re.compile(r"(?:```|~~~).*?(?:```|~~~|$)", re.S)
+_INDENTED = re.compile(r"^(?: {2,}|\t)(?![-*•]\s|\d+[.)]\s)\S")
+#: A line of a log, a traceback or code: no statement of the user's.
+_CODE_OR_LOG = re.compile(
+    r"^(?:File \"|Traceback\b|During handling|[\w.]+(?:Error|Exception|Warning)\b:|at [\w.$<>]+\(|"
+    r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|TRACE)\b|"
+    r"\$ |>>> |[{}\[\]#|]|(?:def|class|import|from \S+ import|return|raise|const|let|var|function|public|private|"
+    r"async def|await|if \(|for \(|echo|sudo|npm|pip|git|curl|cd|ls)\s)"
+)
+_SYMBOLS = frozenset('{}[]()=;"\\|')
+
+
+def _symbol_heavy(text: str) -> bool:
+    """Whether ``text`` has the punctuation of code rather than of prose."""
+    stripped = text.strip()
+    return len(stripped) > 0 and sum(c in _SYMBOLS for c in stripped) / len(stripped) > 0.06
+
+
 _REMIND = re.compile(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b|"
                      r"^(?:please\s+)?don'?t\s+let\s+me\s+forget\s+(to|about|that)\b", re.I)
 _SESSION_PREFERENCE = re.compile(r"\bI(?:'d| would)\s+(?:rather|like)\b(?!\s+to\b)|\bI(?:'m| am)\s+(?:a\s+)?"
@@ -805,7 +824,12 @@ class OfflineExtractor(Extractor):
         rewrite = _Rewriter("The user", None, "the team", we_singular=True)
         notes: list[ExtractedNote] = []
         kept = False  # whether the previous sentence gave a note
+        text = _FENCED.sub("\n", text)  # pasted code, configs and logs are not statements
+        text = "\n".join(line for line in text.split("\n") if not _INDENTED.match(line))
         for raw in _split_sentences(text):
+            if _CODE_OR_LOG.match(raw.strip()) or _symbol_heavy(raw):
+                kept = False
+                continue
             if kept and self._continues(raw) and len(notes[-1].content) < 240:
                 prev = notes[-1]
                 more = _finish(_session_grammar(rewrite(_clean_sentence(raw, keep_code=True))))

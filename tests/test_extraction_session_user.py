@@ -195,3 +195,19 @@ def test_goals_are_open_commitments_of_one_shape(said: str, content: str) -> Non
 ])
 def test_chatter_and_errands_give_no_note(said: str) -> None:
     assert said_on(said) == []
+
+
+@pytest.mark.parametrize("said", [
+    'I get this error:\nTraceback (most recent call last):\n  File "/app/main.py", line 42, in <module>\n'
+    '    run(config)\nValueError: bad port 8443\nWhat does it mean?',
+    "Here is my config:\n```yaml\nserver:\n  port: 8443\n  host: db-prod-01.internal\n```\nCan you check it?",
+    "2026-03-02 09:15:01 ERROR worker-3 Connection refused to redis://cache:6379",
+])
+def test_pasted_code_logs_and_tracebacks_give_no_note(said: str) -> None:
+    assert said_on(said) == []
+
+
+def test_a_statement_next_to_a_request_is_kept_alone() -> None:
+    notes = said_on("Fix the bug in parser.py. Also, from now on always run the linters before committing.")
+    assert [(n.content, n.category) for n in notes] == [
+        ("From now on always run the linters before committing.", "instruction")]
