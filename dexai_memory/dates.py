@@ -11,11 +11,17 @@ Supported expressions (case-insensitive):
   ``tomorrow``, ``the day before yesterday``, ``the day after tomorrow``;
 * ``last/next/this week|month|year|weekend``, ``two weekends ago``;
 * ``last/next/this <weekday>``, ``on <weekday>`` (past or future from the
-  sentence's tense, see :func:`is_future`);
+  sentence's tense, see :func:`is_future`); ``by/until/before <weekday>`` (a
+  deadline: the coming one, today included);
+* ``the 15th`` / ``on the 3rd`` (the coming one in a future sentence, else
+  the last one), ``the 1st of next month``, ``the end of the month`` (its
+  last day; ``end of the week`` is its Friday, ``end of the year`` 31 December);
 * ``N days/weeks/months/years ago``, ``in N days/weeks/...`` (digits or words,
   ``a``/``an``/``a couple of``);
 * explicit dates: ``8 May 2023``, ``8 May, 2023``, ``May 8``, ``May 8th, 2023``,
-  ``8th of May``, ``2023-05-08``, ``May 2023`` (month level).
+  ``8th of May``, ``2023-05-08``, ``May 2023`` (month level). Without a year
+  the anchor's year is meant, or the next one for a future sentence whose
+  date would otherwise be past ("on January 9th" said in December).
 
 Week-level results are reported as the Monday of that week ("the week of
 1 May 2023"), weekend-level as its Saturday ("the weekend of 6 May 2023").
@@ -73,9 +79,16 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\btomorrow\b", re.I), "d+1"),
     (re.compile(rf"\b(?P<n>{_NUM_RE})\s+{_UNIT_RE}\s+ago\b", re.I), "ago"),
     (re.compile(rf"\bin\s+(?P<n>{_NUM_RE})\s+{_UNIT_RE}\b", re.I), "in"),
+    (re.compile(r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<rel>next|this|last)\s+month\b", re.I),
+     "dom-rel"),
+    (re.compile(r"\b(?:the\s+)?end\s+of\s+(?P<rel>the|this|next|last)\s+(?P<unit>week|month|year)\b", re.I), "end-of"),
     (re.compile(rf"\b(?P<rel>last|next|this|past|coming)\s+(?P<wd>{_WEEKDAY_RE})\b", re.I), "rel-weekday"),
     (re.compile(r"\b(?P<rel>last|next|this|past|coming)\s+(?P<unit>week|weekend|month|year)\b", re.I), "rel-unit"),
     (re.compile(rf"\bon\s+(?P<wd>{_WEEKDAY_RE})\b", re.I), "on-weekday"),
+    (re.compile(rf"(?:(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore ))(?P<wd>{_WEEKDAY_RE})\b", re.I), "by-weekday"),
+    (re.compile(r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\b|century|time|floor|place|grade|edition|"
+                r"version|attempt|round|row|anniversary|birthday|percentile|day|week|month|year|street|avenue|st\b))", re.I),
+     "dom"),
 ]
 
 _FUTURE_RE = re.compile(
@@ -83,6 +96,7 @@ _FUTURE_RE = re.compile(
     r"looking forward|next|tomorrow|upcoming|coming|soon|later)\b|'ll\b",
     re.I,
 )
+_PART_OF_DAY = re.compile(r"\s+(morning|afternoon|evening|night)\b", re.I)
 _PREPOSITION_BEFORE = re.compile(r"\b(?:since|until|till|by|from|before|after|around|about|of)\s*$", re.I)
 _LOCOMO_TS = re.compile(
     r"^\s*(?P<h>\d{1,2}):(?P<mi>\d{2})\s*(?P<ampm>am|pm)\s+on\s+(?P<d>\d{1,2})\s+(?P<mon>[A-Za-z]+),?\s+(?P<y>\d{4})\s*$",
@@ -175,6 +189,22 @@ def _add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
+def _day_of_month(anchor: date, day: int, future: bool) -> date:
+    """The ``day``-th of the anchor's month, or of the next (``future``) or previous month when that one
+    is already past (or still to come); months too short for it are skipped."""
+    step = 1 if future else -1
+    month = _add_months(anchor, 0)
+    for _ in range(13):
+        try:
+            found = date(month.year, month.month, day)
+        except ValueError:
+            found = None
+        if found is not None and (found >= anchor if future else found <= anchor):
+            return found
+        month = _add_months(month, step)
+    raise ValueError(f"no day {day} in any month")
+
+
 def _number(text: str) -> int | None:
     text = text.lower().strip()
     if text.isdigit():
@@ -219,7 +249,24 @@ def _resolve_match(kind: str, m: re.Match[str], anchor: date, future: bool) -> t
     if kind in ("dmy", "mdy"):
         month = _MONTHS[g["mon"].lower().rstrip(".")]
         year = int(g["y"]) if g.get("y") else anchor.year
-        return date(year, month, int(g["d"])), "day"
+        day = date(year, month, int(g["d"]))
+        if not g.get("y") and future and day < anchor:
+            day = date(year + 1, month, int(g["d"]))  # "on January 9th" said in December: next year's
+        return day, "day"
+    if kind == "dom-rel":
+        step = {"next": 1, "this": 0, "last": -1}[g["rel"].lower()]
+        first = _add_months(anchor, step)
+        return date(first.year, first.month, int(g["d"])), "day"
+    if kind == "dom":
+        return _day_of_month(anchor, int(g["d"]), future), "day"
+    if kind == "end-of":
+        rel, unit = g["rel"].lower(), g["unit"].lower()
+        step = {"next": 1, "last": -1}.get(rel, 0)
+        if unit == "month":
+            return _add_months(anchor, step + 1) - timedelta(days=1), "day"
+        if unit == "year":
+            return date(anchor.year + step, 12, 31), "day"
+        return _monday(anchor) + timedelta(weeks=step, days=4), "day"  # the Friday of that week
     if kind == "my":
         return date(int(g["y"]), _MONTHS[g["mon"].lower()], 1), "month"
     if kind.startswith("d") and kind[1] in "+-":
@@ -240,6 +287,8 @@ def _resolve_match(kind: str, m: re.Match[str], anchor: date, future: bool) -> t
             return _shift(anchor, step, "weekend")
         return _shift(anchor, step, unit)
     weekday = _WEEKDAYS[g["wd"].lower()]
+    if kind == "by-weekday":  # a deadline: the coming one (today counts)
+        return anchor + timedelta(days=(weekday - anchor.weekday()) % 7), "day"
     if kind == "rel-weekday":
         rel = g["rel"].lower()
         if rel == "this":
@@ -315,6 +364,13 @@ def rewrite_dates(text: str, anchor: date | datetime | None, *,
             replacement = r.human if bare else r.phrase
             if r.text.lower().startswith("in ") and r.granularity == "day":
                 replacement = f"on {r.human}"
+            part = _PART_OF_DAY.match(text, r.end)
+            if part and r.granularity == "day" and replacement.startswith("on ") \
+                    and not re.search(r"night|morning|afternoon|evening", r.text, re.I):
+                # "on Saturday morning" -> "on the morning of 7 March 2026"
+                parts.append(f"on the {part.group(1).lower()} of {r.human}")
+                pos = part.end()
+                continue
             parts.append(replacement)
         pos = r.end
     parts.append(text[pos:])

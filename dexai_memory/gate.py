@@ -17,6 +17,22 @@ emotional              0.1     I'm worried, I'm excited, this is important
 novelty                0.3 x   share of entities not seen in recent turns
 =====================  ======  ===============================================
 
+and, for what a coding agent must not forget (issue 13):
+
+=====================  ======  ===============================================
+signal                 weight  examples
+=====================  ======  ===============================================
+instruction            0.4     from now on, always/never, don't, make sure,
+                               please use, watch out, heads up, whenever
+decision               0.3     we decided, chose, settled on, going with
+ownership              0.3     owns, maintains, is led by, tech lead, on-call
+goal                   0.3     the goal is, our target, I'm trying to
+project                0.3     the repo uses, our CI runs on, the API is
+technical              0.3     `code`, paths, versions, hosts, ports, sizes
+deadline               0.2     due, by the 15th, has to be ready by, the review
+                               is on March 12, the plumber is coming
+=====================  ======  ===============================================
+
 Novelty is only computed once the fast signals reach 0.2. Filler ("ok",
 "thanks", "got it", emoji only) scores exactly 0.
 
@@ -57,6 +73,13 @@ WEIGHTS: dict[str, float] = {
     "possessive": 0.2,
     "emotional": 0.1,
     "novelty": 0.3,
+    "instruction": 0.4,
+    "decision": 0.3,
+    "ownership": 0.3,
+    "goal": 0.3,
+    "project": 0.3,
+    "technical": 0.3,
+    "deadline": 0.2,
 }
 #: Fast-signal score from which entity novelty is computed.
 NOVELTY_MIN_SCORE = 0.2
@@ -77,13 +100,14 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"\b(?:I|we)(?:'ll|\s+will|\s+shall)\b|\bI\s+promise\b|\bremind\s+(?:me|us)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b|"
         r"\b(?:I|we)(?:'m|\s+am|'re|\s+are)\s+(?:going\s+to|gonna|planning\s+(?:to|on))\b|\b(?:I|we)\s+plan\s+to\b|"
         r"\b(?:I|we)\s+(?:need|have|got)\s+to\b|\bI\s+must\b|\bI\s+(?:committed|agreed)\s+to\b|\bmake\s+sure\s+(?:to|I)\b|"
-        r"\b(?:to-?do|deadline|due\s+(?:on|by|date))\b|^\s*(?:gonna|going\s+to|planning\s+to)\b|\blet'?s\s+(?:meet|catch\s+up|schedule)\b",
+        r"\b(?:to-?do|deadline|due\s+(?:on|by|date))\b|\b(?:I|we)\s+promised\b|^\s*(?:gonna|going\s+to|planning\s+to)\b|\blet'?s\s+(?:meet|catch\s+up|schedule)\b",
         re.I,
     ),
     "preference": re.compile(
         rf"{_I}{_ADV}\s+(?:like|love|enjoy|prefer|hate|dislike|adore|detest|can'?t\s+stand|don'?t\s+like|"
         rf"(?:always|never)\s+\w+)\b|\bmy\s+fav(?:ou?rite)?s?\b|\b(?:I|we)(?:'m|\s+am|'re|\s+are){_ADV}\s+(?:a\s+)?(?:big\s+|huge\s+)?"
-        r"(?:fan\s+of|into|keen\s+on|passionate\s+about|obsessed\s+with|allergic\s+to)\b|\bI'd\s+rather\b|"
+        r"(?:fan\s+of|into|keen\s+on|passionate\s+about|obsessed\s+with|allergic\s+to|(?:a\s+)?(?:type\s+\d\s+)?diabetic|"
+        r"vegan|vegetarian|lactose\s+intolerant)\b|\bI'd\s+(?:rather|like)\b|"
         r"\b(?:is|are)\s+my\s+(?:thing|jam|go-to|passion)\b|\b(?:I|we)(?:'d|\s+would)\s+love\s+to\b|"
         rf"{_I}{_ADV}\s+(?:want|wanna|hope|wish|dream|miss)\b|\bmy\s+(?:passion|dream|goal|hobby|hobbies)\b",
         re.I,
@@ -96,7 +120,8 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"(?:\d+|a|an|one|two|three|four|five|six|few|couple\s+of)\s+(?:days?|weeks?|months?|years?)\s+ago|"
         r"in\s+(?:\d+|a|an|one|two|three|a\s+few)\s+(?:days?|weeks?|months?|years?)|"
         r"(?:january|february|march|april|june|july|august|september|october|november|december)|"
-        r"(?:19|20)\d{2}|deadline|birthday|anniversary|recently|lately|soon|since\s+(?:we|I)\s+last|the\s+other\s+day|ago|years?\s+old)\b",
+        r"(?:19|20)\d{2}|deadline|birthday|anniversary|recently|lately|soon|since\s+(?:we|I)\s+last|the\s+other\s+day|ago|years?\s+old|"
+        r"the\s+\d{1,2}(?:st|nd|rd|th)|end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year))\b",
         re.I,
     ),
     "factual": re.compile(
@@ -112,7 +137,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"\b(?:I|we)\s+(?:was|were)\s+(?:a|an|the|in|at|on|born|raised|\w{3,}ing|\w{3,}ed)\b|"
         r"(?:^|[.!?]\s+)(?:just\s+|recently\s+|finally\s+|also\s+)?(?:been|got|joined|started|picked|finished|went|"
         r"had|made|took|bought|visited|tried|learned|signed\s+up)\b|"
-        r"\bmy\s+name\s+is\b|\bI(?:'ve|\s+have)\s+(?:got|been)\b|\b(?:I|we)\s+(?:just\s+)?(?:started|joined|moved|graduated|adopted)\b",
+        r"\bmy\s+name\s+is\b|\bmy\s+[a-z]+\s+(?:is|are)\s+(?:a|an|the|on|in|at|with|from|called|named)\b|\bI(?:'ve|\s+have)\s+(?:got|been)\b|\b(?:I|we)\s+(?:just\s+)?(?:started|joined|moved|graduated|adopted)\b",
         re.I,
     ),
     # "my doctor", "our project": any possessed noun except set phrases ("my god", "my pleasure")
@@ -135,6 +160,53 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"meaningful|rewarding|special|miss|missed|worry|worried|fear|afraid|nervous|anxious|blessed)\b",
         re.I,
     ),
+    # standing orders, warnings and gotchas: at a sentence start, or a standing marker anywhere
+    "instruction": re.compile(
+        r"(?:^|[.!?;:\n]\s*)(?:please\s+)?(?:always|never|don'?t|do\s+not|make\s+sure|be\s+sure|avoid|careful|"
+        r"be\s+careful|be\s+aware|watch\s+out|heads[\s-]up|warning|gotcha|beware|remember\s+to|note\s+that)\b|"
+        r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|whenever|every\s+time|(?:before|after)\s+(?:every|each|any)|"
+        r"in\s+this\s+(?:repo|project|codebase)|instead\s+of|rather\s+than|no\s+more|at\s+most|default\s+to|"
+        r"please\s+(?:use|keep|prefer|answer|write|name)|,\s+(?:no|not|never)\s+\w+)\b",
+        re.I,
+    ),
+    "decision": re.compile(
+        r"\b(?:decided|decision|chose|chosen|opted|settled\s+on|agreed\s+(?:to|on|that)|(?:going|went)\s+with|"
+        r"let'?s\s+go\s+with|switching\s+(?:to|from)|switched\s+to)\b",
+        re.I,
+    ),
+    "ownership": re.compile(
+        r"\b(?:owns|owner|maintains|maintainer|responsible\s+for|in\s+charge\s+of|leads|led\s+by|tech\s+lead|"
+        r"team\s+lead|manager|on-call|on\s+call|reviews|belongs\s+to|approves?|cofounder|co-founder)\b",
+        re.I,
+    ),
+    "goal": re.compile(r"\b(?:goal|objective|aim|target|working\s+towards?|trying\s+to)\b", re.I),
+    # a statement about the project or its environment
+    "project": re.compile(
+        r"\b(?:the|this|our)\s+(?:[\w-]+\s+){0,2}(?:repo|repository|project|codebase|app|service|api|cluster|server|"
+        r"database|db|pipeline|build|ci|frontend|backend|config|bucket|index|pool|worker|queue|cache|branch|suite|"
+        r"system|gateway|schema|site|sdk|cli|stack|infra|environment|staging|prod|production)s?\s+"
+        r"(?:(?:for|of)\s+(?:the\s+)?(?:[\w-]+\s+){1,3})?(?:is|are|uses?|runs?|lives?|has|have|needs?|handles?|"
+        r"targets?|takes?|keeps?|sits?|goes|depends|was|were|expires?)\b",
+        re.I,
+    ),
+    # names a machine reads: `code`, paths, files, versions, hosts, sizes and limits
+    "technical": re.compile(
+        r"`[^`\n]{1,200}`|(?:^|[\s(])[~.]{0,2}/?[\w.-]+/[\w.<>*-]*|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|"
+        r"md|txt|toml|ya?ml|json|lock|sh|sql|cfg|ini|conf|graphql|html|css|production)\b|\.env\b|\b\d+(?:\.\d+)+\b|"
+        r"\b\d+\s*(?:[a-z]+\s+)?(?:mb|gb|tb|kb|ms|seconds?|minutes?|hours?|days?|requests?|rps|%|percent|nodes?|replicas?|cores?|"
+        r"lines?|jobs?|ids?|workers?|agents?)\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:io|com|net|org|internal|local|dev)\b|"
+        r"\bport\s+\d+|https?://|\b(?:python|node|postgres|java|go|django|rails|react|android|ios)\s+\d",
+        re.I,
+    ),
+    "deadline": re.compile(
+        r"\b(?:due|deadline|expires?|(?:by|on)\s+the\s+(?:\d{1,2}(?:st|nd|rd|th)|end\s+of)|(?:has|have)\s+to\s+be|"
+        r"must\s+(?:be|go)|by\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|"
+        r"(?:appointment|interview|meeting|flight|call|review|exam|offsite|dinner|lunch|party|wedding|trip|visit|"
+        r"haircut|test)\b[^.!?]{0,40}\b(?:on|at|next|this|tomorrow|in)|(?:is|are)\s+coming\s+(?:on|at|next|this|tomorrow)|"
+        r"(?:is|are)\s+on\s+(?:the\s+\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|jan|feb|mar|apr|"
+        r"may|jun|jul|aug|sep|oct|nov|dec))\b",
+        re.I,
+    ),
 }
 
 def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
@@ -150,13 +222,13 @@ _TIME_WORDS = (
     "yesterday today tonight tomorrow weekend weekends week weeks month months year years time day days morning "
     "night evening monday tuesday wednesday thursday friday saturday sunday january february march april june "
     "july august september october november december deadline birthday anniversary recently lately soon ago "
-    "old other last"
+    "old other last end"
 )
 #: A signal's regex only runs when the text holds one of its trigger words (cheap set test).
 _TRIGGERS: dict[str, frozenset[str]] = {
     "commitment": frozenset(
         "i'll we'll will shall promise remind forget don't dont going gonna planning plan need have got must "
-        "committed agreed sure to-do todo deadline due let's lets".split()),
+        "committed agreed sure to-do todo deadline due let's lets promised".split()),
     "preference": frozenset("i we i'm we're i'd we'd my is are".split()),
     "temporal": frozenset(_TIME_WORDS.split()),
     "factual": frozenset(
@@ -171,7 +243,26 @@ _TRIGGERS: dict[str, frozenset[str]] = {
         "joy scary tough rough struggle struggles struggled struggling struggling inspire inspired inspiring "
         "inspiration inspires amazing awesome incredible exciting stressful heartbreaking meaningful rewarding "
         "special miss missed worry fear".split()),
+    "instruction": frozenset(
+        "always never don't dont do make be avoid careful watch heads heads-up warning gotcha beware remember note "
+        "now forward here whenever every before after this instead rather no not most default please".split()),
+    "decision": frozenset(
+        "decided decision chose chosen opted settled agreed going went let's lets switching switched".split()),
+    "ownership": frozenset(
+        "owns owner maintains maintainer responsible charge leads led lead manager on-call on reviews belongs "
+        "approve approves cofounder co-founder".split()),
+    "goal": frozenset("goal objective aim target working trying".split()),
+    "deadline": frozenset(
+        "due deadline expire expires by on has have must appointment interview meeting flight call review exam "
+        "offsite dinner lunch party wedding trip visit haircut test is are".split()),
+    "project": frozenset(
+        "repo repos repository project codebase app apps service services api cluster server servers database db "
+        "pipeline build ci frontend backend config bucket index pool worker workers queue cache branch suite "
+        "system gateway schema site sdk cli stack infra environment staging prod production".split()),
 }
+#: The technical signal's cues are not words: its regex runs when the text holds a backtick, a slash,
+#: a digit or a dot inside a word.
+_TECHNICAL_HINT = re.compile(r"[`/\d]|\.\w")
 _TOKEN = re.compile(r"[a-z][a-z'\-]*")
 _DIGIT = re.compile(r"\d")
 
@@ -213,6 +304,19 @@ def is_filler(text: str) -> bool:
     return not stripped or bool(_NO_WORDS.match(stripped)) or bool(_FILLER.match(stripped))
 
 
+def _char_before(text: str, pos: int) -> str:
+    """The last non-blank character of ``text`` before ``pos`` ("" at the start).
+
+    Walks back over the blanks only: the text is never sliced, so finding
+    entities stays linear in the text (issue 11: slicing the text before every
+    capitalised word made a 5 MB reply take over 35 s).
+    """
+    i = pos - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return text[i] if i >= 0 else ""
+
+
 def regex_entities(text: str) -> list[str]:
     """Named-entity candidates found by regex: titled names ("Dr. Smith"), capitalised
     words that do not start a sentence, and acronyms. Adjacent capitalised words
@@ -224,8 +328,8 @@ def regex_entities(text: str) -> list[str]:
         words = [w for w in m.group(0).split() if w not in _NOT_NAMES]
         if not words:
             continue
-        before = text[:m.start()].rstrip()
-        if (not before or before[-1] in _SENTENCE_ENDERS) and m.group(0).split()[0] == words[0]:
+        before = _char_before(text, m.start())
+        if (not before or before in _SENTENCE_ENDERS) and m.group(0).split()[0] == words[0]:
             if not (len(words[0]) > 1 and words[0].isupper()):
                 words = words[1:]  # sentence-initial capital: not evidence of a name
         if words:
@@ -276,7 +380,10 @@ class Gate:
         low = text.lower().replace("’", "'")
         tokens = set(_TOKEN.findall(low))
         for name, pattern in _SIGNALS.items():
-            if tokens.isdisjoint(_TRIGGERS[name]) and not (name == "temporal" and _DIGIT.search(low)):
+            if name == "technical":
+                if not _TECHNICAL_HINT.search(low):
+                    continue
+            elif tokens.isdisjoint(_TRIGGERS[name]) and not (name == "temporal" and _DIGIT.search(low)):
                 continue
             if pattern.search(low):
                 signals[name] = WEIGHTS[name]

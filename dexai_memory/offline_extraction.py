@@ -16,20 +16,47 @@ who, due date) to promises and reminders. A short answer to the previous
 speaker's question is kept together with that question. An image caption in
 ``turn.metadata["caption"]`` becomes "<speaker> shared a photo of ...".
 
+The session's user
+------------------
 The user of an assistant session (a turn with role ``user`` and no speaker
-name, as the Claude Code hooks send it) gets three more rules:
+name, as the Claude Code hooks send it) speaks to an agent about their work
+and life; their sentences are read with rules of their own, each note a
+clean, self-contained sentence that keeps their exact names, paths, numbers
+and `commands`:
 
-* warnings and standing instructions phrased as commands become notes:
-  "Never run the Grimsby migration on a Friday." -> "The user warned: never
-  run the Grimsby migration on a Friday." (INSIGHT, importance >= 7,
-  ``category`` "warning"; "Always ..." / "Make sure ..." -> "The user
-  instructed: ...", ``category`` "instruction"). Encouragement ("don't
-  worry", "never give up") is not a warning;
-* decisions ("We decided / chose / settled on / agreed ...") are FACTs with
-  ``category`` "decision" and importance >= 6, not EVENTs: they hold until
-  changed;
-* requests to the assistant ("Fix the typo in the README.") and framing
-  ("Some context before we start.") are no durable fact and give no note.
+* **warnings** ("Never ...", "Don't ...", "Avoid ...", "Careful with ...",
+  "Watch out: ...", "Heads up: ...", and statements of a hazard: "X crashes
+  if ...", "..., so don't ...") and **standing instructions** ("Always ...",
+  "From now on, ...", "Make sure ...", "Please use X instead of Y", "When you
+  ..., ...", "In the changelog, group ...", and a habit verb with a bare
+  object: "Use tabs in the Makefile", "Name feature branches ...") are kept
+  in the imperative they were given in ("Run `make check` before every
+  push."), with a marker such as "Heads up:" or "Remember to" dropped:
+  INSIGHT, ``category`` "warning" / "instruction", importance 8.
+  Encouragement ("don't worry"), requests for now ("Run the tests again",
+  "Add type hints to the config loader") and errands with a date are not;
+* **decisions** ("We decided / chose / settled on / are going with ...",
+  "Let's go with X", "Decision: ...", "The architecture review agreed ...")
+  are FACTs with ``category`` "decision", importance >= 7, their reason kept;
+* **goals** ("My goal this quarter is ...", "New goal: ...", "I'm trying to
+  ...", "I want to ...") take one shape, "The user's goal is to X (this
+  quarter)." ("The team's" for "our"), so that the next goal reads as a new
+  value of the same attribute: COMMITMENT with an open commitment,
+  ``category`` "goal", importance 7;
+* **facts** about the project, its environment and people ("The orders
+  service runs on port 8443", "Priya owns the billing service", "Our CI runs
+  on Buildkite") are stored as said, "we/our" read as "the team"; facts about
+  themselves in the third person ("The user lives in Lisbon and works at
+  ..."). Importance at least 6 when the sentence names a tool, path, version,
+  host, person or owner, preferences at least 7; confidence 0.8; nothing of
+  theirs above 8, so no statement outranks a standing instruction;
+* **dates** point forward unless the sentence is about the past: "I have a
+  dentist appointment on Friday" said on a Monday is the coming Friday, and a
+  statement with a coming date is a COMMITMENT due that day;
+* no note for labels ("Remember this:", "FYI,"), framing ("Some context
+  before we start."), questions, thinking aloud ("Sorry, I meant the second
+  file"), vague subjects ("It works now!") or a sentence that alone would not
+  pass the gate.
 
 Named speakers (LoCoMo-style conversations) keep the general rules: advice
 between people is not stored, and "we decided ..." stays a dated event.
@@ -40,9 +67,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, time
 
-from .dates import ResolvedDate, format_day, is_future, rewrite_dates
+from .dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
 from .extraction import Extractor
 from .gate import Gate, is_filler, regex_entities
 from .models import Commitment, ExtractedNote, MemoryType, Turn
@@ -55,7 +83,11 @@ _INLINE_TURNS = 32
 #: Least importance of a warning or standing instruction of the session's user.
 WARNING_IMPORTANCE = 7
 #: Least importance of a decision of the session's user.
-DECISION_IMPORTANCE = 6
+DECISION_IMPORTANCE = 7
+#: Importance of the session user's current goal.
+GOAL_IMPORTANCE = 7
+#: Most importance of the session user's other notes: no statement outranks a standing instruction.
+SESSION_MAX_IMPORTANCE = 8
 
 _ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|Mt|No)\.$", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\s*\n+\s*")
@@ -205,8 +237,10 @@ def _possessive(name: str) -> str:
 class _Rewriter:
     """Pronoun rewriting for one speaker."""
 
-    def __init__(self, name: str, other: str | None, we: str):
+    def __init__(self, name: str, other: str | None, we: str, *, we_singular: bool = False):
         self.name, self.other, self.we = name, other, we
+        #: "we" is one subject ("the team"): its verb takes the third person singular.
+        self.we_singular = we_singular
 
     def __call__(self, text: str) -> str:
         return _PRONOUNS.sub(self._replace, text)
@@ -236,10 +270,14 @@ class _Rewriter:
             return f"{_possessive(name)}{tail}"
         if low == "myself":
             return f"themselves{tail}" if name[0].isupper() else f"{name}{tail}"
+        if low == "we" and self.we_singular and nxt:
+            return f"{we}{rest}{sp}{_third_person(nxt)}"
         if low in ("we", "us", "ourselves"):
             return f"{we}{tail}"
         if low in ("we're", "we've", "we'll", "we'd"):
             aux = {"we're": "are", "we've": "have", "we'll": "will", "we'd": "would"}[low]
+            if self.we_singular:
+                aux = {"are": "is", "have": "has"}.get(aux, aux)
             return f"{we} {aux}{tail}"
         if low in ("our", "ours"):
             return f"{_possessive(we)}{tail}"
@@ -268,19 +306,11 @@ _IMPERATIVE = re.compile(
 )
 
 
-#: A warning's marker; ``body`` (after "Be careful:" and the like) is what the user warned about.
-_WARNING = re.compile(
-    r"^(?:please\s+)?(?:(?:be careful|careful|watch out|heads[- ]up|warning|caution|beware|important|fyi)\s*[:,!-]\s*"
-    r"(?P<body>.+)|(?P<whole>(?:never|don'?t|do not|avoid|beware of|be careful (?:with|when|not|about)|"
-    r"watch out (?:for|when))\b.+))$",
-    re.I,
-)
-_INSTRUCTION = re.compile(r"^(?:please\s+)?(?P<whole>(?:always|make sure (?:to|that|you)|be sure to)\b.+)$", re.I)
 #: Encouragement and reassurance: commands that warn about nothing.
 _NOT_A_WARNING = re.compile(
     r"^(?:please\s+)?(?:never|don'?t|do not|always)\s+(?:ever\s+)?(?:worry|give up|mind|hesitate|stress|panic|"
-    r"forget|apologi[sz]e|be (?:shy|sorry|sad|afraid|scared|silly|hard on|a stranger)|stop (?:believing|dreaming|"
-    r"trying|smiling)|change|lose hope|doubt yourself|believe)\b",
+    r"forget|let (?:me|us) forget|apologi[sz]e|be (?:shy|sorry|sad|afraid|scared|silly|hard on|a stranger)|"
+    r"stop (?:believing|dreaming|trying|smiling)|change|lose hope|doubt yourself|believe)\b",
     re.I,
 )
 #: Requests to the assistant: work for now, not a durable fact.
@@ -289,7 +319,7 @@ _REQUEST = re.compile(
     r"make|split|convert|tidy|update|remove|delete|create|implement|run|show|list|check|find|change|move|clean|"
     r"format|generate|build|test|debug|review|describe|help|give|tell|open|read|edit|improve|optimi[sz]e|rewrite|"
     r"document|print|install|set|bump|merge|revert|commit|push|translate|compare|draft|outline|search|look|"
-    r"try|continue|go|start|stop|undo|redo|paste|copy|extract|port|migrate|wrap|rerun|re-run)\b",
+    r"try|continue|go|start|stop|undo|redo|paste|copy|extract|port|migrate|wrap|rerun|re-run|see|ship|let)\b",
     re.I,
 )
 _DECISION = re.compile(
@@ -297,6 +327,140 @@ _DECISION = re.compile(
     r"chosen|settled on|agreed|opted|went with|picked|are going with|will go with|'re going with)\b",
     re.I,
 )
+
+# --------------------------------------------------------------------------- the session's user
+#: A label in front of the fact ("Remember this:", "FYI,", "Note that"): not part of it.
+_LABEL = re.compile(
+    r"^(?:remember(?: this| that)?(?!\s+to\b)|note(?: that)?|fyi|for the record|just so you know|"
+    r"keep in mind(?: that)?|for context|context|btw|by the way|ps|p\.s\.|reminder)\s*(?:[:,-]\s*|\s+(?=\S))"
+    r"(?P<body>.+)$",
+    re.I,
+)
+#: A warning: a marker with what it warns about (``body``), or a prohibition said whole.
+_WARNING_LEAD = re.compile(
+    r"^(?:please\s+)?(?:(?:be careful|careful|watch out|heads[- ]up|warning|caution|beware|important|gotcha|"
+    r"be aware|danger)\s*(?:[:,!-]\s*|\s+that\s+)(?P<body>.+)|(?P<whole>(?:never|don'?t|do not|avoid|beware of|"
+    r"(?:be )?careful (?:with|when|not|about)|watch out (?:for|when)|be aware of|stay away from)\b.+))$",
+    re.I,
+)
+#: A standing instruction said whole ("Always ...", "From now on, ...", "When you ..., ...").
+_STANDING_LEAD = re.compile(
+    r"^(?:please\s+)?(?:always|make sure|be sure|from now on|going forward|from here on|whenever|"
+    r"when(?:ever)? you|every time|each time|by default|default to|remember to|prefer)\b",
+    re.I,
+)
+#: A scope in front of an instruction ("In the changelog, group ...").
+_SCOPE = re.compile(r"^(?:in|for|on|with|inside|within)\s+(?:the|this|all|every|any|our|new|each)\s+[^,;:]{1,40},\s*"
+                    r"(?P<rest>.+)$", re.I)
+_IMPERATIVE_VERB = re.compile(
+    r"^(?:please\s+|also\s+)*(?P<verb>use|run|write|keep|put|store|name|prefix|format|add|test|group|answer|reply|respond|"
+    r"log|tag|label|document|commit|push|merge|squash-merge|rebase|deploy|review|lint|pin|bump|ask|send|mention|"
+    r"include|sign|follow|stick|default|place|wrap|return|raise|validate|quote|indent|sort|limit|cap|target|"
+    r"install|import|configure|set|call|check|make|give|cite|link|spell|treat|assume|mark|notify|email|book|"
+    r"order|pay|cc|back up|encrypt|save|lock|pass|print|comment|respect|target|upgrade|downgrade|prefer)\b"
+    r"(?P<after>\s+[^\s]+)?",
+    re.I,
+)
+#: What makes an imperative a standing order rather than a request for now.
+_STANDING_CUE = re.compile(
+    r"\b(?:every|each|all|any|always|never|whenever|from now on|going forward|instead of|rather than|everywhere|"
+    r"by default|at most|at least|no more|unless|in this (?:repo|project|codebase)|new)\b|,\s*(?:not|no|never)\b",
+    re.I,
+)
+_TRANSIENT = re.compile(r"\b(?:again|now|for now|right now|first|then|this|that|these|those|it|here|above|below|"
+                        r"today|quickly|later|the (?:last|previous|next|following|above|same))\b", re.I)
+_DETERMINERS = frozenset("the a an this that these those it them me us my our your his her their its some one "
+                         "him".split())
+#: Verbs whose bare imperative ("Use tabs ...", "Name feature branches ...") states a habit, not an errand.
+_HABIT_VERBS = frozenset("use keep name prefix format prefer write store put log tag label spell quote indent sort "
+                         "default treat assume respect stick follow answer reply respond sign cite link".split())
+_PREPOSITIONS = frozenset("with to for on at in from about by into over under of up down out off".split())
+_DECISION_LABEL = re.compile(r"^(?:decision|decided|we decided)\s*:\s*(?P<body>.+)$", re.I)
+_LETS = re.compile(r"^let'?s\s+(?P<verb>go with|use|stick with|pick|choose|adopt|switch to|keep)\s+(?P<rest>.+)$", re.I)
+_SESSION_DECISION = re.compile(
+    r"^(?:so\s+|ok\s+|okay\s+|after [^,]{1,60}?,?\s+|in the end,?\s+|finally,?\s+)?(?:I|we|the team|"
+    r"the [\w-]+(?:\s+[\w-]+)? (?:review|meeting|team|group|committee|board))(?:'ve|\s+have|'re|\s+are|"
+    r"\s+(?:all|finally|just|now|already))*\s+(?:decided|chose|chosen|settled on|agreed|opted|went with|picked|"
+    r"going with|switching|switched|will go with)\b|,\s*(?:as\s+)?decided\b|\bwas decided\b",
+    re.I,
+)
+_GOAL_LEAD = re.compile(r"^(?:my|our|the)\s+(?:[\w-]+\s+){0,2}(?:goal|objective|aim|target|priority)s?\b", re.I)
+_GOAL_NORMAL = re.compile(r"^(?P<who>my|our|the)\s+(?:main\s+|current\s+|big\s+|top\s+)?(?:goal|objective|aim|target)"
+                          r"(?P<qual>\s+(?:for\s+|this\s+|of\s+)[^,]{1,30}?)?,?\s+is\s+(?P<rest>.+)$", re.I)
+_GOAL_LABEL = re.compile(r"^(?:new\s+|current\s+|main\s+|my\s+|our\s+)?(?:goal|objective|target|aim)\s*:\s*(?P<body>.+)$",
+                         re.I)
+_GOAL_SELF = re.compile(
+    r"^(?P<who>I'm|I am|we're|we are|I|we)\s+(?:really\s+)?(?:(?:trying|aiming|working)\s+(?:to|towards?)|"
+    r"want\s+to(?!\s+be\s+reminded)|aim\s+to)\s+(?P<body>.+)$|"
+    r"^what (?P<who2>I'm|I am|we're|we are) (?:working towards?|aiming for) is\s+(?P<body2>.+)$",
+    re.I,
+)
+#: Statements of fact that warn ("X crashes if ...", "..., so don't ...").
+_HAZARD = re.compile(
+    r"\b(?:crash(?:es|ed)?|breaks?|broke|fails?|locks?|wipes?|wiped|corrupts?|silently|only copy|bug|leaks?|"
+    r"hangs?|times? out|flaky|rotates?|expires? often|costs? (?:us )?money|don'?t|do not|never|dangerous|unsafe|"
+    r"not safe)\b",
+    re.I,
+)
+#: Rules stated as facts ("Every query must go through ...").
+_RULE = re.compile(r"\b(?:must|mustn't|should always|should never|(?:has|have|needs?) to go|is not allowed|"
+                   r"are not allowed)\b", re.I)
+#: "It works now", "That's weird": no self-contained subject.
+_VAGUE_SUBJECT = re.compile(
+    r"^(?:it|that|this|there|they|he|she|these|those|which|everything|nothing|something)(?:'s|'re|\s+(?:\w+ly\s+)?"
+    r"(?:is|was|are|were|does|did|has|had|works?|worked|looks?|seems?|still|should|will|would|could|can|might|"
+    r"makes?|sounds?|fails?|failed|broke|just|needs?))\b|^whatever\b",
+    re.I,
+)
+#: The session's user thinking aloud: no fact.
+_CHATTER = re.compile(
+    r"^(?:I\s+(?:meant|mean|think|guess|see|suppose|wonder|was wondering|tried|was just|just wanted|have a question)|"
+    r"I'm\s+(?:just\s+)?(?:curious|confused|not sure|wondering|looking|checking|back|here|done|ready|stuck|lost|"
+    r"trying it|testing)|let me|let's see|oops|my bad|one sec|hold on|looks|sounds|seems)\b",
+    re.I,
+)
+_SESSION_COMMITMENT = re.compile(
+    r"\b(?:I|we)(?:'ll|\s+will|\s+shall)\b|\b(?:I|we)(?:'m|\s+am|'re|\s+are)\s+going\s+to\b|"
+    r"\b(?:I|we)\s+(?:promised?|committed to|owe)\b|\btold\s+\w+\s+(?:I|we)(?:'d|\s+would)\b|"
+    r"\bwants? to be reminded\b|\bI\s+want to be reminded\b|\b(?:I|we)\s+(?:really\s+|still\s+)?(?:need|have|got)\s+to\b|"
+    r"\bI\s+must\b",
+    re.I,
+)
+#: Fenced blocks (```...```, ~~~...~~~) and indented lines (stack frames, pasted code) of a prompt.
+_FENCED = re.compile(r"(?:```|~~~).*?(?:```|~~~|$)", re.S)
+_INDENTED = re.compile(r"^(?: {2,}|\t)(?![-*•]\s|\d+[.)]\s)\S")
+#: A line of a log, a traceback or code: no statement of the user's.
+_CODE_OR_LOG = re.compile(
+    r"^(?:File \"|Traceback\b|During handling|[\w.]+(?:Error|Exception|Warning)\b:|at [\w.$<>]+\(|"
+    r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|TRACE)\b|"
+    r"\$ |>>> |[{}\[\]#|]|(?:def|class|import|from \S+ import|return|raise|const|let|var|function|public|private|"
+    r"async def|await|if \(|for \(|echo|sudo|npm|pip|git|curl|cd|ls)\s)"
+)
+_SYMBOLS = frozenset('{}[]()=;"\\|')
+
+
+def _symbol_heavy(text: str) -> bool:
+    """Whether ``text`` has the punctuation of code rather than of prose."""
+    stripped = text.strip()
+    return len(stripped) > 0 and sum(c in _SYMBOLS for c in stripped) / len(stripped) > 0.06
+
+
+_REMIND = re.compile(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b|"
+                     r"^(?:please\s+)?don'?t\s+let\s+me\s+forget\s+(to|about|that)\b", re.I)
+_SESSION_PREFERENCE = re.compile(r"\bI(?:'d| would)\s+(?:rather|like)\b(?!\s+to\b)|\bI(?:'m| am)\s+(?:a\s+)?"
+                                 r"(?:vegetarian|vegan)\b", re.I)
+_RECURRING = re.compile(r"\b(?:birthday|anniversary|every|each|weekly|daily|monthly|yearly|annual)\b", re.I)
+#: A sentence about the past (its "on Friday" is the last Friday); else the session's user means the coming one.
+_PAST_WORDS = re.compile(r"\b(?:was|were|had|did|went|came|left|ran|ago|yesterday|earlier|happened)\b", re.I)
+_PAST_VERB = re.compile(r"\b(?:I|we|he|she|it|they|[A-Z]\w+)\s+(?:just\s+|already\s+)?\w{2,}ed\b")
+_TO_VERB = re.compile(r"\bto\s+(?!the\b|a\b|an\b|my\b|our\b|be\b)[a-z]{3,}\b")
+#: Base verbs conjugated after "and" ("The user lives in Lisbon and works at ...").
+_AND_VERBS = ("work|live|have|use|go|play|love|like|teach|study|run|own|speak|drive|prefer|want|need|write|read|"
+              "make|take|enjoy|help|hate|cook|train|volunteer|travel|manage|lead|maintain|know|build|keep|spend")
+_AND_VERB = re.compile(r"\b((?:The|the) (?:user|team)\s+\w+s\b[^,.;!?]{1,60}?\band\s+)(" + _AND_VERBS + r")\b")
+#: Least importance of the session user's notes by type (preferences rank with instructions).
+_SESSION_FLOORS = {MemoryType.COMMITMENT: 6, MemoryType.TASK: 6, MemoryType.PREFERENCE: 7,
+                   MemoryType.RELATIONSHIP: 6, MemoryType.FACT: 5, MemoryType.INSIGHT: 6, MemoryType.EVENT: 4}
 _FRAMING = re.compile(
     r"^(?:(?:here(?:'s| is| are)|just)\s+)?(?:some|a (?:bit|little) of|a little|quick|more|a few)?\s*"
     r"(?:context|background|notes?|details?|info(?:rmation)?)\b[\w\s,'-]*$",
@@ -319,17 +483,126 @@ def _split_sentences(text: str) -> list[str]:
     return out
 
 
-def _clean_sentence(sentence: str) -> str:
+#: Words that look like a vocative ("Careful, ...") but mark what follows.
+_MARKERS = frozenset("careful warning gotcha note important also decision goal context caution reminder fyi "
+                     "remember heads danger please".split())
+
+
+def _clean_sentence(sentence: str, *, keep_code: bool = False) -> str:
+    """``sentence`` without quotes, leading noise, vocatives and emoticons; ``keep_code`` (the session's
+    user) keeps backticks and any name at the end ("..., not gofmt")."""
     s = sentence.strip().strip("\"“”'")
     s = _LEADING_NOISE.sub("", s)
-    s = _LEADING_VOCATIVE.sub("", s)
-    s = _TRAILING_VOCATIVE.sub("", s)
+    vocative = _LEADING_VOCATIVE.match(s)
+    if vocative and not (keep_code and vocative.group(0).strip(" ,!").lower() in _MARKERS):
+        s = s[vocative.end():]
+    if keep_code:
+        s = re.sub(r",\s+Claude(?=[.!?]*$)", "", s)
+    else:
+        s = _TRAILING_VOCATIVE.sub("", s)
     s = re.sub(r"\b[Gg]onna\b", "going to", s)
     s = re.sub(r"\b[Ww]anna\b", "want to", s)
-    s = re.sub(r"\b[Gg]otta\b", "have to", s).replace("`", "'")
+    s = re.sub(r"\b[Gg]otta\b", "have to", s)
+    if not keep_code:
+        s = s.replace("`", "'")
     s = re.sub(r"\b[Kk]inda\b", "kind of", s)
     s = re.sub(r"\s*[:;]-?[()DPp]\s*|[\U0001F300-\U0001FAFF\u2600-\u27BF]+", " ", s)
     return _SPACES.sub(" ", s).strip(" ,;-")
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _warning_body(sentence: str) -> tuple[str | None, str]:
+    """("warning", what to store) for a warning of the session's user, else (None, sentence)."""
+    if _NOT_A_WARNING.match(sentence):
+        return None, sentence
+    m = _WARNING_LEAD.match(sentence)
+    if m is None:
+        return None, sentence
+    if m.group("body"):
+        return "warning", _upper_first(m.group("body").strip())
+    whole = re.sub(r"^please\s+", "", m.group("whole"), flags=re.I)
+    return "warning", _upper_first(re.sub(r"^careful\b", "be careful", whole, flags=re.I))
+
+
+def _instruction_body(sentence: str, anchor: datetime | None = None) -> tuple[str | None, str]:
+    """("instruction", the imperative to store) for a standing order, else (None, sentence).
+
+    "Always ...", "From now on ...", "When you ..., ..." are standing orders
+    as said; a bare imperative ("Use tabs in the Makefile", "Run `make check`
+    before every push") is one when something marks it as standing (every,
+    instead of, "..., not X", a habit verb with an object and no article)
+    rather than a request for now ("Run the tests again", "Add type hints to
+    the config loader").
+    """
+    if _STANDING_LEAD.match(sentence):
+        body = re.sub(r"^(?:please\s+)?(?:remember to\s+)?", "", sentence, flags=re.I)
+        return "instruction", _upper_first(body)
+    scope = _SCOPE.match(sentence)
+    verb = _IMPERATIVE_VERB.match(scope.group("rest") if scope else sentence)
+    if verb is None:
+        return None, sentence
+    after = (verb.group("after") or "").strip().lower()
+    habit = verb.group("verb").lower() in _HABIT_VERBS
+    bare = habit and after.isalpha() and after not in _DETERMINERS and after not in _PREPOSITIONS
+    if find_dates(sentence, anchor):
+        return None, sentence  # "Call the bank on Friday": an errand with a date, not a standing order
+    if _STANDING_CUE.search(sentence) or scope or bare and not _TRANSIENT.search(sentence):
+        return "instruction", _upper_first(re.sub(r"^(?:please\s+|also\s+)+", "", sentence, flags=re.I))
+    return None, sentence
+
+
+def _session_decision(sentence: str) -> str | None:
+    """The decision the session's user reports, as a statement to store, or None."""
+    m = _DECISION_LABEL.match(sentence)
+    if m:
+        return _upper_first(m.group("body").strip())
+    m = _LETS.match(sentence)
+    if m:
+        return f"We decided to {m.group('verb').lower()} {m.group('rest')}"
+    return sentence if _SESSION_DECISION.search(sentence) else None
+
+
+def _goal_body(sentence: str) -> str | None:
+    """The goal the session's user states, in one shape: "My goal is ..." (or "Our goal is ..."), any
+    qualifier moved to the end ("My goal this quarter is to X" -> "My goal is to X this quarter"), so
+    that a new goal reads as the same attribute with a new value."""
+    lead = _GOAL_NORMAL.match(sentence)
+    if lead:
+        who = "Our" if lead.group("who").lower() == "our" else "My"
+        qualifier = (lead.group("qual") or "").strip(" ,")
+        rest = lead.group("rest").rstrip(" .!")
+        return f"{who} goal is {rest}" + (f" {qualifier}" if qualifier else "") + "."
+    if _GOAL_LEAD.match(sentence):
+        return sentence
+    m = _GOAL_LABEL.match(sentence)
+    who, body = "my", None
+    if m:
+        body = m.group("body").strip()
+    else:
+        g = _GOAL_SELF.match(sentence)
+        if g is None:
+            return None
+        who = "our" if (g.group("who") or g.group("who2") or "").lower().startswith("we") else "my"
+        body = (g.group("body") or g.group("body2") or "").strip()
+        if g.group("body2"):
+            return f"{_upper_first(who)} goal is {body}"
+    first = body.split(" ", 1)[0]
+    if first.lower() in _DETERMINERS or first[:1].isupper() and first.lower() not in ("replace", "ship", "get"):
+        return f"{_upper_first(who)} goal is {body}"
+    return f"{_upper_first(who)} goal is to {body[:1].lower()}{body[1:]}"
+
+
+def _session_grammar(text: str) -> str:
+    """The session user's rewritten sentence: "the user" / "the team" in lower case inside the
+    sentence, and a verb after "and" in the third person ("lives in Lisbon and works at")."""
+    text = re.sub(r"(?<=\S)(\s+)The (user|team)\b", r"\1the \2", text)
+    if re.match(r"^The user\b", text):  # "The user ran the user's first 10k" -> "... their first 10k"
+        text = text[:8] + re.sub(r"\bthe user's\b", "their", text[8:])
+    text = re.sub(r"\bthe team's own\b", "its own", text)
+    return _AND_VERB.sub(lambda m: m.group(1) + _third_person(m.group(2)), text)
 
 
 def _content_words(text: str) -> list[str]:
@@ -364,7 +637,7 @@ def _lower_first(text: str, names: Sequence[str], source: str) -> str:
 def _finish(text: str) -> str:
     text = _SPACES.sub(" ", text).strip(" ,;-")
     text = re.sub(r"[!?.…]+$", "", text).rstrip(" ,;-")
-    text = re.sub(r"\s+([,.;:!?])", r"\1", text)
+    text = re.sub(r"\s+([,.;:!?])(?=\s|$)", r"\1", text)
     if not text:
         return text
     return text[0].upper() + text[1:] + "."
@@ -430,13 +703,18 @@ class OfflineExtractor(Extractor):
                                                            "crew") else f"{name} and {_possessive(name)} {word}"
         elif other:
             we = f"{name} and {other}"
-        elif turn.speaker is None and turn.role == "user":
-            we = f"{name} and the team"  # the user of an assistant session speaks for their project
         else:
             we = f"{_possessive(name)} group"
-        rewrite = _Rewriter(name, other, we)
         anchor = turn.timestamp
         notes: list[ExtractedNote] = []
+        if turn.speaker is None and turn.role == "user":
+            notes = self._session_notes(text, turn, anchor)
+            answer = self._answer_note(turn, text, name, None, _Rewriter(name, None, "the team", we_singular=True),
+                                       history)
+            if answer is not None and not notes:
+                notes = [answer]
+            return notes
+        rewrite = _Rewriter(name, other, we)
         for raw in _split_sentences(text):
             note = self._sentence_note(raw, turn, name, other, rewrite, anchor)
             if note is None:
@@ -489,14 +767,6 @@ class OfflineExtractor(Extractor):
         sentence = _clean_sentence(raw)
         if not sentence or is_filler(sentence) or _PURE_PROMPTS.match(sentence):
             return None
-        own_user = turn.speaker is None and turn.role == "user"
-        if own_user and not sentence.endswith("?"):
-            sentence = _BEFORE_WE_START.sub("", sentence).strip()
-            if not sentence or _FRAMING.match(sentence.rstrip(".!")):
-                return None
-            command = self._command_note(sentence, turn, name, other, rewrite)
-            if command is not None:
-                return command
         if sentence.endswith("?") or _WH_START.match(sentence) and not _FIRST_PERSON.match(sentence):
             statement = _statement_of_question(sentence)
             if statement is None:
@@ -522,12 +792,9 @@ class OfflineExtractor(Extractor):
         first_person = bool(_FIRST_PERSON.search(sentence))
         if not first_person and _IMPERATIVE.match(sentence):
             return None  # advice or encouragement, not a fact about anyone
-        if own_user and not first_person and _REQUEST.match(sentence):
-            return None  # a request to the assistant: work for now, not a durable fact
         future = is_future(sentence)
-        decision = own_user and bool(_DECISION.match(sentence))
-        dated, dates = rewrite_dates(sentence, anchor, future=future and not decision)
-        note_type = MemoryType.FACT if decision else self._classify(sentence, dates, future)
+        dated, dates = rewrite_dates(sentence, anchor, future=future)
+        note_type = self._classify(sentence, dates, future)
         content = rewrite(dated)
         reported = not first_person
         if reported:
@@ -544,37 +811,143 @@ class OfflineExtractor(Extractor):
         entities = tuple(dict.fromkeys([name] + regex_entities(dated)))
         score = self.gate.score(sentence).score
         importance = self._importance(note_type, score, dates, entities, sentence, reported)
-        if decision:
-            importance = max(DECISION_IMPORTANCE, importance)
         commitment = self._commitment(note_type, content, name, other, dates, sentence) \
             if note_type is MemoryType.COMMITMENT else None
         event_date = dates[0].iso if dates else None
         return ExtractedNote(content=content, type=note_type, importance=importance,
                              confidence=0.5 if reported else 0.7, source_ids=(turn.id,), event_date=event_date,
-                             entities=entities, commitment=commitment, category="decision" if decision else None)
+                             entities=entities, commitment=commitment)
 
-    def _command_note(self, sentence: str, turn: Turn, name: str, other: str | None,
-                      rewrite: _Rewriter) -> ExtractedNote | None:
-        """A warning or standing instruction of the session's user, or None (see the module docstring)."""
-        if _NOT_A_WARNING.match(sentence):
+    # ------------------------------------------------------------------ the session's user
+    def _session_notes(self, text: str, turn: Turn, anchor: datetime | None) -> list[ExtractedNote]:
+        """Notes of a turn of an assistant session's user (role ``user``, no speaker name)."""
+        rewrite = _Rewriter("The user", None, "the team", we_singular=True)
+        notes: list[ExtractedNote] = []
+        kept = False  # whether the previous sentence gave a note
+        text = _FENCED.sub("\n", text)  # pasted code, configs and logs are not statements
+        text = "\n".join(line for line in text.split("\n") if not _INDENTED.match(line))
+        for raw in _split_sentences(text):
+            if _CODE_OR_LOG.match(raw.strip()) or _symbol_heavy(raw):
+                kept = False
+                continue
+            if kept and self._continues(raw) and len(notes[-1].content) < 240:
+                prev = notes[-1]
+                more = _finish(_session_grammar(rewrite(_clean_sentence(raw, keep_code=True))))
+                if len(more) > 1:
+                    notes[-1] = replace(prev, content=prev.content.rstrip(".") + "; " + more[:1].lower() + more[1:])
+                continue
+            note = self._session_note(raw, turn, rewrite, anchor)
+            kept = note is not None
+            if note is not None:
+                notes.append(note)
+        return notes
+
+    def _session_note(self, raw: str, turn: Turn, rewrite: _Rewriter, anchor: datetime | None) -> ExtractedNote | None:
+        """A note of one sentence of an assistant session's user (see "The session's user" in the module doc)."""
+        sentence = _clean_sentence(raw, keep_code=True)
+        while True:  # "Remember this: ...", "FYI, ...": the label is not part of the fact
+            label = _LABEL.match(sentence)
+            if label is None or not label.group("body").strip():
+                break
+            sentence = _upper_first(label.group("body").strip())
+        if not sentence or is_filler(sentence) or _PURE_PROMPTS.match(sentence):
             return None
-        category, verb = "warning", "warned"
-        m = _WARNING.match(sentence)
-        if m is None:
-            m = _INSTRUCTION.match(sentence)
-            category, verb = "instruction", "instructed"
-        if m is None:
+        sentence = _BEFORE_WE_START.sub("", sentence).strip()
+        if not sentence or _FRAMING.match(sentence.rstrip(".!")):
             return None
-        body = (m.groupdict().get("body") or m.group("whole")).strip()
-        if len(_content_words(body)) < self.min_content_words:
+        if len(_content_words(sentence)) < self.min_content_words:
             return None
-        text = rewrite(body)  # no date rewriting: "on a Friday" in a warning is a habit, not a date
-        content = _finish(f"{name} {verb}: {_lower_first(text, (name, other or ''), turn.content)}")
-        entities = tuple(dict.fromkeys([name] + regex_entities(body)))
-        importance = max(WARNING_IMPORTANCE, self._importance(MemoryType.INSIGHT, self.gate.score(body).score, (),
-                                                              entities, body, False))
-        return ExtractedNote(content=content, type=MemoryType.INSIGHT, importance=importance, confidence=0.8,
-                             source_ids=(turn.id,), entities=entities, category=category)
+        if not sentence.endswith("?"):
+            for category, body in (_warning_body(sentence), _instruction_body(sentence, anchor)):
+                if category is not None and len(_content_words(body)) >= self.min_content_words:
+                    return self._rule_note(category, body, turn, rewrite)
+            decision = _session_decision(sentence)
+            if decision is not None:
+                return self._fact_note(decision, turn, rewrite, anchor, category="decision",
+                                       floor=DECISION_IMPORTANCE, past=True)
+            goal = _goal_body(sentence)
+            if goal is not None:
+                return self._goal_note(goal, turn, rewrite, anchor)
+        if sentence.endswith("?") or _WH_START.match(sentence) and not _FIRST_PERSON.match(sentence) \
+                and not re.match(r"^(?:don'?t|do not)\b", sentence, re.I):
+            statement = _statement_of_question(sentence)
+            if statement is None:
+                return None
+            sentence = statement
+        sentence = _REMIND.sub(lambda m: f"I want to be reminded {m.group(1) or m.group(2)}", sentence)
+        if _CHATTER.match(sentence) or _IMPERATIVE.match(sentence) or _REQUEST.match(sentence):
+            return None  # thinking aloud, advice, or a request for now ("Show me the diff")
+        first_person = bool(_FIRST_PERSON.search(sentence))
+        if not first_person:
+            if _VAGUE_SUBJECT.match(sentence):
+                return None  # "It works now": not a self-contained fact
+            if _HAZARD.search(sentence):
+                return self._rule_note("warning", sentence, turn, rewrite)
+            if _RULE.search(sentence) and not find_dates(sentence, anchor):
+                return self._rule_note("instruction", sentence, turn, rewrite)
+        return self._fact_note(sentence, turn, rewrite, anchor)
+
+    def _rule_note(self, category: str, body: str, turn: Turn, rewrite: _Rewriter) -> ExtractedNote:
+        """A warning or standing instruction, kept in the words (and the mood) it was given in."""
+        # no date rewriting: "on a Friday" in a warning is a habit, not a date
+        content = _finish(_session_grammar(rewrite(body)))
+        entities = tuple(dict.fromkeys(regex_entities(body)))
+        importance = max(WARNING_IMPORTANCE + 1, self._importance(MemoryType.INSIGHT, self.gate.score(body).score, (),
+                                                                  entities, body, False))
+        return ExtractedNote(content=content, type=MemoryType.INSIGHT, importance=min(10, importance),
+                             confidence=0.9, source_ids=(turn.id,), entities=("The user",) + entities,
+                             category=category)
+
+    def _goal_note(self, goal: str, turn: Turn, rewrite: _Rewriter, anchor: datetime | None) -> ExtractedNote:
+        """The user's (or the team's) current goal: an open commitment the next goal replaces."""
+        dated, dates = rewrite_dates(goal, anchor, future=True)
+        content = _finish(_session_grammar(rewrite(dated)))
+        entities = tuple(dict.fromkeys(regex_entities(goal)))
+        due = dates[0] if dates else None
+        what = re.sub(r"^(?:The user's|The team's|The)\s+(?:[\w-]+\s+){0,3}?(?:goal|objective|aim|target|priority|"
+                      r"focus)\b[^,]*?\bis\s+(?:to\s+)?", "", content).rstrip(".")
+        commitment = Commitment(what=what or content.rstrip("."), who=None,
+                                due_at=datetime.combine(due.date, time(0, 0), tzinfo=UTC) if due else None,
+                                due_text=due.text if due else None)
+        return ExtractedNote(content=content, type=MemoryType.COMMITMENT, importance=GOAL_IMPORTANCE,
+                             confidence=0.8, source_ids=(turn.id,), event_date=due.iso if due else None,
+                             entities=("The user",) + entities, commitment=commitment, category="goal")
+
+    def _fact_note(self, sentence: str, turn: Turn, rewrite: _Rewriter, anchor: datetime | None, *,
+                   category: str | None = None, floor: int = 0, past: bool = False) -> ExtractedNote | None:
+        """A statement of the session's user: about themselves, the team, the project or a person."""
+        name = "The user"
+        first_person = bool(_FIRST_PERSON.search(sentence))
+        before = bool(_PAST_WORDS.search(sentence) or _PAST_VERB.search(sentence)) and not _TO_VERB.search(sentence)
+        future = not past and (is_future(sentence) or not before)
+        dated, dates = rewrite_dates(sentence, anchor, future=future)
+        note_type = MemoryType.FACT if category == "decision" else self._classify(sentence, dates, future)
+        recurring = bool(_RECURRING.search(sentence))
+        upcoming = [d for d in dates if d.granularity == "day" and (anchor is None or d.date >= anchor.date())]
+        if category is None:
+            if _SESSION_COMMITMENT.search(sentence) or upcoming and future and not recurring:
+                note_type = MemoryType.COMMITMENT
+            elif note_type is MemoryType.EVENT and (recurring or not dates):
+                note_type = MemoryType.FACT
+            elif _SESSION_PREFERENCE.search(sentence):
+                note_type = MemoryType.PREFERENCE
+        content = _finish(_session_grammar(rewrite(dated)))
+        if len(content) < 8:
+            return None
+        entities = tuple(dict.fromkeys(([name] if first_person else []) + regex_entities(dated)))
+        verdict = self.gate.score(sentence)
+        if category is None and verdict.score < self.gate.threshold:
+            return None  # the sentence alone would not pass the gate: chatter inside a longer turn
+        importance = self._importance(note_type, verdict.score, dates, entities, sentence, False)
+        durable = {"technical", "project", "ownership", "entities", "decision"} & set(verdict.signals)
+        floor = max(floor, _SESSION_FLOORS.get(note_type, 5), 6 if durable else 0)
+        commitment = None
+        if note_type is MemoryType.COMMITMENT:
+            commitment = self._commitment(note_type, content, name, None, upcoming or dates, sentence)
+        event_date = (upcoming or dates)[0].iso if dates else None
+        importance = min(SESSION_MAX_IMPORTANCE, max(floor, importance))
+        return ExtractedNote(content=content, type=note_type, importance=importance, confidence=0.8, source_ids=(turn.id,), event_date=event_date, entities=entities,
+                             commitment=commitment, category=category)
 
     @staticmethod
     def _classify(sentence: str, dates: Sequence[ResolvedDate], future: bool) -> MemoryType:

@@ -89,3 +89,41 @@ def test_parse_locomo_timestamp(text: str, expected: datetime) -> None:
 def test_parse_locomo_timestamp_rejects_other_text() -> None:
     assert parse_locomo_timestamp("yesterday") is None
     assert parse_locomo_timestamp("1:56 pm on 31 February, 2023") is None
+
+
+# ---------------------------------------------------------------------------- deadlines and appointments (issue 13)
+FORWARD = [
+    pytest.param("Send it by Friday", date(2023, 5, 12), id="by-weekday"),
+    pytest.param("Keep it until Monday", date(2023, 5, 8), id="until-weekday-today-counts"),
+    pytest.param("Invoices must go out by the 15th", date(2023, 5, 15), id="the-15th-this-month"),
+    pytest.param("The flight is on the 3rd", date(2023, 6, 3), id="the-3rd-next-month"),
+    pytest.param("The offsite is on the 1st of next month", date(2023, 6, 1), id="1st-of-next-month"),
+    pytest.param("It has to be signed by the end of the month", date(2023, 5, 31), id="end-of-the-month"),
+    pytest.param("The audit is due at the end of next month", date(2023, 6, 30), id="end-of-next-month"),
+    pytest.param("I'm flying to Tokyo on January 9th", date(2024, 1, 9), id="month-day-already-past-is-next-year"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), FORWARD)
+def test_deadlines_and_appointments_resolve_forward(text: str, expected: date) -> None:
+    found = resolve(text, ANCHOR, future=True)
+    assert found is not None and (found.date, found.granularity) == (expected, "day")
+
+
+def test_the_31st_skips_short_months() -> None:
+    found = resolve("Rent is due on the 31st", datetime(2023, 6, 2, tzinfo=UTC), future=True)
+    assert found is not None and found.date == date(2023, 7, 31)
+
+
+def test_past_sentences_keep_the_last_day_of_month() -> None:
+    found = resolve("I paid it on the 20th", ANCHOR, future=False)
+    assert found is not None and found.date == date(2023, 4, 20)
+
+
+def test_ordinals_that_are_not_dates_are_left_alone() -> None:
+    assert find_dates("The 3rd floor and the 2nd time", ANCHOR) == []
+
+
+def test_a_part_of_the_day_reads_naturally() -> None:
+    text, _ = rewrite_dates("The plumber is coming on Saturday morning.", ANCHOR, future=True)
+    assert text == "The plumber is coming on the morning of 13 May 2023."

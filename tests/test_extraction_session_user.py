@@ -30,22 +30,33 @@ def notes_of(text: str) -> list[tuple[str, str, int, str | None]]:
     ("said", "content", "category"),
     [
         ("Never run the Grimsby migration on a Friday, it locks the orders table.",
-         "The user warned: never run the Grimsby migration on a Friday, it locks the orders table.", "warning"),
+         "Never run the Grimsby migration on a Friday, it locks the orders table.", "warning"),
         ("Never deploy the Cobbleton service unless its feature flag is off.",
-         "The user warned: never deploy the Cobbleton service unless its feature flag is off.", "warning"),
+         "Never deploy the Cobbleton service unless its feature flag is off.", "warning"),
         ("Don't touch the Ashcombe cron job, it feeds the finance reports.",
-         "The user warned: don't touch the Ashcombe cron job, it feeds the finance reports.", "warning"),
+         "Don't touch the Ashcombe cron job, it feeds the finance reports.", "warning"),
         ("Be careful: the Brackwater staging cluster shares its database with production.",
-         "The user warned: the Brackwater staging cluster shares its database with production.", "warning"),
+         "The Brackwater staging cluster shares its database with production.", "warning"),
         ("Watch out: the Pellucid API allows only 30 requests per minute.",
-         "The user warned: the Pellucid API allows only 30 requests per minute.", "warning"),
+         "The Pellucid API allows only 30 requests per minute.", "warning"),
         ("Please do not push to my release branch without a review.",
-         "The user warned: do not push to The user's release branch without a review.", "warning"),
+         "Do not push to the user's release branch without a review.", "warning"),
         ("Always run the linters before pushing to main.",
-         "The user instructed: always run the linters before pushing to main.", "instruction"),
+         "Always run the linters before pushing to main.", "instruction"),
+        ("From now on, run `make check` before every push.",
+         "From now on, run `make check` before every push.", "instruction"),
+        ("Please use `uv pip install` instead of plain pip in this project.",
+         "Use `uv pip install` instead of plain pip in this project.", "instruction"),
+        ("Remember to update docs/api.md whenever an endpoint changes.",
+         "Update docs/api.md whenever an endpoint changes.", "instruction"),
+        ("Format Go code with gofumpt, not gofmt.", "Format Go code with gofumpt, not gofmt.", "instruction"),
+        ("Heads up: the test database is wiped every night at 02:00 UTC.",
+         "The test database is wiped every night at 02:00 UTC.", "warning"),
+        ("The legacy Orbit service crashes if you send it more than 500 ids in one request.",
+         "The legacy Orbit service crashes if you send it more than 500 ids in one request.", "warning"),
     ],
 )
-def test_commands_become_warnings(said: str, content: str, category: str) -> None:
+def test_commands_are_kept_in_the_imperative(said: str, content: str, category: str) -> None:
     [(kind, text, importance, cat)] = notes_of(said)
     assert (kind, text, cat) == ("INSIGHT", content, category)
     assert importance >= WARNING_IMPORTANCE
@@ -60,18 +71,21 @@ def test_encouragement_and_questions_are_not_warnings(said: str) -> None:
 def test_a_warning_keeps_its_reason_from_the_next_sentence() -> None:
     [(kind, text, _, cat)] = notes_of("Never run the Grimsby migration on a Friday. It locks the orders table.")
     assert kind == "INSIGHT" and cat == "warning"
-    assert text == "The user warned: never run the Grimsby migration on a Friday; it locks the orders table."
+    assert text == "Never run the Grimsby migration on a Friday; it locks the orders table."
 
 
 @pytest.mark.parametrize(
     ("said", "content"),
     [
         ("We decided to keep user sessions in the Tarnwick cache instead of Redis.",
-         "The user and the team decided to keep user sessions in the Tarnwick cache instead of Redis."),
+         "The team decided to keep user sessions in the Tarnwick cache instead of Redis."),
         ("We settled on four replicas for the Dunmore worker pool.",
-         "The user and the team settled on four replicas for the Dunmore worker pool."),
+         "The team settled on four replicas for the Dunmore worker pool."),
         ("We agreed to drop support for the Merriwether legacy client in version 3.",
-         "The user and the team agreed to drop support for the Merriwether legacy client in version 3."),
+         "The team agreed to drop support for the Merriwether legacy client in version 3."),
+        ("Let's go with SQLite for the desktop app since it has to work offline.",
+         "The team decided to go with SQLite for the desktop app since it has to work offline."),
+        ("Decision: the search service will use OpenSearch 2.11.", "The search service will use OpenSearch 2.11."),
         ("I decided to use Ruff instead of Flake8.", "The user decided to use Ruff instead of Flake8."),
     ],
 )
@@ -117,3 +131,83 @@ def test_named_speakers_keep_the_general_rules() -> None:
     assert ex.extract_sync([advice]) == [] and ex.extract_sync([command]) == []
     [note] = ex.extract_sync([decision])
     assert note.type is MemoryType.EVENT and note.category is None
+
+
+# ---------------------------------------------------------------------------- issue 13
+MONDAY = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
+
+
+def said_on(text: str, when: datetime = MONDAY) -> list:
+    return OfflineExtractor().extract_sync([Turn(id="t1", user_id="u", content=text, role="user", timestamp=when)])
+
+
+def test_a_dentist_appointment_on_friday_said_on_monday_is_the_coming_friday() -> None:
+    [note] = said_on("I have a dentist appointment on Friday at 10.")
+    assert note.content == "The user has a dentist appointment on 6 March 2026 at 10."
+    assert note.type is MemoryType.COMMITMENT and note.event_date == "2026-03-06"
+    assert note.commitment is not None and note.commitment.due_at == datetime(2026, 3, 6, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("said", "content"), [
+    ("Our CI runs on Buildkite with 6 parallel agents.", "The team's CI runs on Buildkite with 6 parallel agents."),
+    ("We host everything on AWS in eu-west-1.", "The team hosts everything on AWS in eu-west-1."),
+    ("The config for the ingest worker lives in /etc/ingestor/config.yaml.",
+     "The config for the ingest worker lives in /etc/ingestor/config.yaml."),
+    ("Priya owns the billing service.", "Priya owns the billing service."),
+    ("Remember this: the staging database is restored from prod every Sunday.",
+     "The staging database is restored from prod every Sunday."),
+    ("I live in Lisbon and work at Lumenfield as a backend engineer.",
+     "The user lives in Lisbon and works at Lumenfield as a backend engineer."),
+])
+def test_facts_are_clean_self_contained_sentences(said: str, content: str) -> None:
+    [note] = said_on(said)
+    assert note.content == content
+    assert note.importance >= 5 and note.confidence >= 0.7
+
+
+def test_project_facts_rank_high_enough_for_the_post_compaction_block() -> None:
+    [note] = said_on("The production database is Postgres 15 on db-prod-01.internal.")
+    assert (note.type, note.importance >= 6, note.confidence >= 0.7) == (MemoryType.FACT, True, True)
+    [pref] = said_on("I prefer pytest fixtures over unittest setUp methods.")
+    [rule] = said_on("Run `make check` before every push.")
+    assert pref.importance >= 7 and rule.importance >= pref.importance
+
+
+@pytest.mark.parametrize(("said", "content"), [
+    ("My goal this quarter is to get test coverage above 85 percent.",
+     "The user's goal is to get test coverage above 85 percent this quarter."),
+    ("New goal: replace the hand-written SQL in reports with dbt models.",
+     "The user's goal is to replace the hand-written SQL in reports with dbt models."),
+    ("I'm trying to cut the Docker image size below 200 MB.",
+     "The user's goal is to cut the Docker image size below 200 MB."),
+])
+def test_goals_are_open_commitments_of_one_shape(said: str, content: str) -> None:
+    """One shape ("The user's goal is ..."), so a new goal reads as a new value of the same attribute."""
+    [note] = said_on(said)
+    assert (note.content, note.type, note.category) == (content, MemoryType.COMMITMENT, "goal")
+    assert note.importance >= 7 and note.commitment is not None and note.commitment.status == "open"
+    assert note.commitment.what == content.removeprefix("The user's goal is to ").rstrip(".")
+
+
+@pytest.mark.parametrize("said", [
+    "Sorry, I meant the second file.", "Looks good to me.", "It works now!", "Run the tests again.",
+    "Whatever works.", "Show me the diff.", "Don't worry about it.", "Write a unit test for parse_date.",
+])
+def test_chatter_and_errands_give_no_note(said: str) -> None:
+    assert said_on(said) == []
+
+
+@pytest.mark.parametrize("said", [
+    'I get this error:\nTraceback (most recent call last):\n  File "/app/main.py", line 42, in <module>\n'
+    '    run(config)\nValueError: bad port 8443\nWhat does it mean?',
+    "Here is my config:\n```yaml\nserver:\n  port: 8443\n  host: db-prod-01.internal\n```\nCan you check it?",
+    "2026-03-02 09:15:01 ERROR worker-3 Connection refused to redis://cache:6379",
+])
+def test_pasted_code_logs_and_tracebacks_give_no_note(said: str) -> None:
+    assert said_on(said) == []
+
+
+def test_a_statement_next_to_a_request_is_kept_alone() -> None:
+    notes = said_on("Fix the bug in parser.py. Also, from now on always run the linters before committing.")
+    assert [(n.content, n.category) for n in notes] == [
+        ("From now on always run the linters before committing.", "instruction")]

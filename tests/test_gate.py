@@ -35,6 +35,19 @@ SIGNAL_CASES = [
     pytest.param("factual", "I went to a support group", id="factual-past-event"),
     pytest.param("emotional", "I'm worried about the exam", id="emotional-worried"),
     pytest.param("emotional", "this is important", id="emotional-important"),
+    pytest.param("instruction", "From now on, write commit messages in the imperative", id="instruction-from-now-on"),
+    pytest.param("instruction", "Never commit the .env.production file", id="instruction-never"),
+    pytest.param("instruction", "Format Go code with gofumpt, not gofmt", id="instruction-not-x"),
+    pytest.param("instruction", "Please use uv instead of plain pip", id="instruction-instead-of"),
+    pytest.param("decision", "We settled on four replicas for the worker pool", id="decision-settled"),
+    pytest.param("ownership", "Priya owns the billing service", id="ownership-owns"),
+    pytest.param("goal", "The goal for this sprint is to ship onboarding", id="goal-sprint"),
+    pytest.param("project", "The repo uses pre-commit with ruff", id="project-repo-uses"),
+    pytest.param("technical", "Run `make check` first", id="technical-code"),
+    pytest.param("technical", "The config lives in /etc/ingestor/config.yaml", id="technical-path"),
+    pytest.param("technical", "The worker pool is capped at 32 concurrent jobs", id="technical-limit"),
+    pytest.param("deadline", "Invoices must go out by the 15th", id="deadline-by-the-15th"),
+    pytest.param("deadline", "The plumber is coming on Saturday", id="deadline-coming"),
 ]
 
 
@@ -52,6 +65,8 @@ NO_SIGNAL_CASES = [
     pytest.param("entities", "Great to see you. How are things?", id="no-entities-sentence-initial"),
     pytest.param("entities", "Hey Mel! Good to see you!", id="no-entities-vocative"),
     pytest.param("possessive", "oh my god", id="no-possessive-set-phrase"),
+    pytest.param("instruction", "Run the tests again", id="no-instruction-request"),
+    pytest.param("technical", "I like long walks. The end", id="no-technical-prose"),
 ]
 
 
@@ -162,3 +177,35 @@ def test_load_ner_without_spacy(tmp_path) -> None:
     cfg.write_text("extraction:\n  spacy: always\n")
     with pytest.raises(MissingExtra, match="spacy"):
         load_ner(load_settings(cfg))
+
+
+class _CountingStr(str):
+    """A str that counts the characters every slice of it copies."""
+
+    copied = 0
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        out = super().__getitem__(key)
+        if isinstance(key, slice):
+            _CountingStr.copied += len(out)
+        return out
+
+
+def test_regex_entities_is_linear_in_the_text_issue_11() -> None:
+    """Issue 11: slicing the text before every capitalised word made a 5 MB reply keep Stop busy > 35 s.
+
+    Finding entities must copy no more of the text than its length (a linear
+    walk), whatever the number of capitalised words.
+    """
+    text = _CountingStr("then Alice met Bob in Paris and Lisbon with Carla " * 2000)  # 100 kB, 10,000 names
+    _CountingStr.copied = 0
+    found = regex_entities(text)
+    assert found == ["Alice", "Bob", "Paris", "Lisbon", "Carla"]
+    assert _CountingStr.copied <= len(text)
+
+
+def test_the_gate_scores_a_long_reply_like_a_short_one_issue_11() -> None:
+    unit = "Then Alice deployed the orders service to prod-eu-1 and we decided to keep it. "
+    big = unit * (1_000_000 // len(unit))
+    small, large = Gate().score(unit), Gate().score(big)
+    assert large.signals.keys() == small.signals.keys() and large.passed
