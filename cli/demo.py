@@ -29,8 +29,8 @@ import click
 from dexai_memory.cli.common import Context, common_options, fail
 
 #: What the user says in the first prompt, and the words of it memory must bring back.
-FACTS_PROMPT = ("Quick context before we start: my name is Sam, the project codename is BLUE-HERON, "
-                "deploys happen on Thursdays at 14:00 UTC, and I prefer pytest over unittest.")
+FACTS_PROMPT = ("Some context before we start. My name is Sam. The project codename is BLUE-HERON. "
+                "Deploys happen on Thursdays at 14:00 UTC. I prefer pytest over unittest.")
 KEYS = ("Sam", "BLUE-HERON", "Thursdays", "pytest")
 FILLER = "OK, let's look at the failing test first."
 NEXT_PROMPT = "Thanks. Let's write the release checklist."
