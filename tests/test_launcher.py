@@ -408,3 +408,12 @@ def test_first_session_start_installs_offline_and_later_hooks_use_the_venv(
     assert (isolated_home / "hooks.log").exists()
     answer = assert_valid("session-start", launcher("session-start"))
     assert answer is not None and "systemMessage" not in answer  # not told again
+
+    # a plugin update (a new plugin directory): SessionStart reinstalls in the background while
+    # the installed venv keeps serving the hooks
+    updated = plugin_copy(tmp_path / "plugin-2")
+    launcher.env["CLAUDE_PLUGIN_ROOT"] = str(updated)
+    proc = launcher("session-start", json.dumps({"session_id": "s2", "source": "startup"}))
+    assert "systemMessage" not in (assert_valid("session-start", proc) or {}) and proc.stderr == ""
+    wait_for(lambda: (data / "installed").read_text().strip() == str(updated), "the upgrade")
+    assert "upgrading" in (data / "install.log").read_text()
