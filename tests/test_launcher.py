@@ -248,6 +248,13 @@ def test_nothing_on_path_session_start_says_it_cannot_install(launcher: Launcher
     assert launcher("session-start").stdout.strip() == "{}"  # told once
 
 
+def test_unwritable_plugin_data_says_it_cannot_install(launcher: Launcher) -> None:
+    launcher.path(bare_python(launcher.tmp))
+    (launcher.tmp / "a-file").write_text("")
+    proc = launcher("session-start", CLAUDE_PLUGIN_DATA=str(launcher.tmp / "a-file" / "data"))
+    assert "not writable" in system_message(proc)
+
+
 def test_auto_install_off(launcher: Launcher) -> None:
     launcher.path(bare_python(launcher.tmp))
     message = system_message(launcher("session-start", DEXAI_AUTO_INSTALL="0"))
@@ -278,9 +285,13 @@ def test_hook_python_runs_the_hook(launcher: Launcher, isolated_home: Path) -> N
     assert (isolated_home / "hooks.log").exists()
 
 
-def test_dexai_shebang_runs_the_hook(launcher: Launcher, isolated_home: Path) -> None:
-    script(launcher.tmp / "bin" / "dexai", f"#!{sys.executable}\nimport sys\n")
-    launcher.path(launcher.tmp / "bin")
+@pytest.mark.parametrize("form", ["plain", "pip trampoline", "env"])
+def test_dexai_shebang_runs_the_hook(launcher: Launcher, isolated_home: Path, form: str) -> None:
+    python = python_wrapper(launcher.tmp / "py" / "python3")
+    trampoline = "#!/bin/sh\n'''exec' \"" + str(python) + "\" \"$0\" \"$@\"\n' '''\n"  # pip's, for long paths
+    shebang = {"plain": f"#!{python}\n", "pip trampoline": trampoline, "env": "#!/usr/bin/env python3\n"}[form]
+    script(launcher.tmp / "bin" / "dexai", shebang + "import sys\n")
+    launcher.path(launcher.tmp / "bin", *([launcher.tmp / "py"] if form == "env" else []))
     proc = launcher("stop", json.dumps({"session_id": "s1"}))
     assert assert_valid("stop", proc) == {} and proc.stderr == ""
     assert (isolated_home / "hooks.log").exists()
