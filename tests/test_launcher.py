@@ -278,9 +278,12 @@ def test_garbage_restart_point_is_ignored(launcher: Launcher, isolated_home: Pat
 
 # --- the interpreters that work --------------------------------------------------------------
 
-def test_hook_python_runs_the_hook(launcher: Launcher, isolated_home: Path) -> None:
+@pytest.mark.parametrize("by", ["path", "command name"])
+def test_hook_python_runs_the_hook(launcher: Launcher, isolated_home: Path, by: str) -> None:
+    python = python_wrapper(launcher.tmp / "py" / "python3")
+    launcher.path(launcher.tmp / "py")
     proc = launcher("session-start", json.dumps({"session_id": "s1", "source": "startup"}),
-                    DEXAI_HOOK_PYTHON=str(python_wrapper(launcher.tmp / "py" / "python3")))
+                    DEXAI_HOOK_PYTHON=str(python) if by == "path" else "python3")
     assert assert_valid("session-start", proc) is not None and proc.stderr == ""
     assert (isolated_home / "hooks.log").exists()
 
