@@ -243,15 +243,19 @@ class MemoryProvider(abc.ABC):
 
         Uses the offline classifier of :mod:`dexai_memory.supersession` when no
         classifier was set (the daemon sets the Haiku one when a key exists).
-        A SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
+        A NOOP that would drop a name, number or date of ``new_fact`` comes
+        back as ADD, an UPDATE that would drop one of the memory's as
+        SUPERSEDE (:func:`dexai_memory.supersession.guard_meaning`); a
+        SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
         (:func:`dexai_memory.supersession.protect_pinned`).
         """
-        from ..supersession import OfflineClassifier, protect_pinned
+        from ..supersession import OfflineClassifier, guard_meaning, protect_pinned
 
         classifier = self.classifier
         if classifier is None:
             classifier = self.classifier = OfflineClassifier()
-        return protect_pinned(await classifier.classify(new_fact, existing), existing)
+        decisions = guard_meaning(await classifier.classify(new_fact, existing), new_fact, existing)
+        return protect_pinned(decisions, existing)
 
     async def apply_decision(self, decision: UpdateDecision, note: Memory) -> Memory | None:
         """Carry out one classification for ``note``; returns the memory written, or None.
@@ -260,14 +264,25 @@ class MemoryProvider(abc.ABC):
         provenance, mention count); SUPERSEDE replaces the existing memory with
         ``note``; NOOP counts one more mention and raises confidence. Each
         action is logged with its reason.
+
+        As a last guard for decisions that did not come through
+        :meth:`classify_update`, an UPDATE that would drop a name, number or
+        date of the memory is carried out as SUPERSEDE (the old memory stays
+        in history) and a NOOP that would drop one of the note's as ADD
+        (:func:`dexai_memory.supersession.guard_meaning`).
         """
+        from ..supersession import guard_meaning
+
         uid = note.user_id
         now = utcnow()
-        if decision.action is UpdateAction.ADD or decision.memory_id is None:
+        old = None
+        if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
+            old = await self.get(decision.memory_id, user_id=uid)
+            decision = guard_meaning([decision], note.content, [old])[0]
+        if decision.action is UpdateAction.ADD or decision.memory_id is None or old is None:
             stored = await self.add(note)
             await self.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
             return stored
-        old = await self.get(decision.memory_id, user_id=uid)
         if old.pinned and decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE):
             reason = (f"memory {old.id} is pinned and changes only by explicit user action; stored as new instead "
                       f"of {decision.action.value} ({decision.reason})")
@@ -291,7 +306,10 @@ class MemoryProvider(abc.ABC):
             await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
                                                 details={"before": old.content, "after": content}), user_id=uid)
             return updated
-        return await self.supersede(old.id, note.replace(source_ids=sources), user_id=uid, reason=decision.reason)
+        replacement = note.replace(source_ids=sources)
+        if decision.merged_content:
+            replacement = replacement.replace(content=decision.merged_content)
+        return await self.supersede(old.id, replacement, user_id=uid, reason=decision.reason)
 
     # ------------------------------------------------------------------ tiers
     async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:
