@@ -38,7 +38,8 @@ The slot rule (when a new value replaces the old one)
 "moved to", "works at/for/as", "is married to / dating / engaged to",
 "favourite X is", "is called", "named", "drives", "studies". A different
 value always supersedes ("Caroline lives in Boston" -> "... now lives in
-Denver").
+Denver"); the same value with less detail ("a dog named Max from the
+shelter" -> "a dog named Max") does not.
 
 *Multi-valued* attributes accumulate: "prefers", "likes", "loves", "enjoys",
 "hates", "dislikes", "uses", "wants to", "plans to", "is a". A person prefers
@@ -228,9 +229,11 @@ def same_slot(attribute: str, old_value: str, new_value: str) -> bool:
     """Whether ``new_value`` replaces ``old_value`` for ``attribute`` (the slot rule of the module docstring)."""
     if old_value == new_value:
         return False
+    old_words, new_words = value_words(old_value), value_words(new_value)
+    if new_words and new_words <= old_words:  # the same value told with less detail
+        return False
     if attribute not in MULTI_VALUED:
         return True
-    old_words, new_words = value_words(old_value), value_words(new_value)
     if old_words & new_words:
         return True
     return len(old_words) == 1 and len(new_words) == 1
