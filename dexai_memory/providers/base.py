@@ -270,7 +270,14 @@ class MemoryProvider(abc.ABC):
         date of the memory is carried out as SUPERSEDE (the old memory stays
         in history) and a NOOP that would drop one of the note's as ADD
         (:func:`dexai_memory.supersession.guard_meaning`).
+
+        A note from tool output (``metadata["origin"] == "tool"``) never
+        rewrites or replaces a memory that did not come from a tool: it is
+        added next to it. A user's note (``origin == "user"``) that repeats or
+        refines a tool's memory marks it ``confirmed_by_user`` (it may then
+        enter the profile: :func:`dexai_memory.block.always_on`).
         """
+        from ..block import is_tool_origin
         from ..supersession import guard_meaning
 
         uid = note.user_id
@@ -279,6 +286,11 @@ class MemoryProvider(abc.ABC):
         if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
             old = await self.get(decision.memory_id, user_id=uid)
             decision = guard_meaning([decision], note.content, [old])[0]
+            if (decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE) and is_tool_origin(note)
+                    and not is_tool_origin(old)):
+                decision = UpdateDecision(UpdateAction.ADD, None, f"tool output never rewrites or replaces memory "
+                                          f"{old.id}, which did not come from a tool; stored as new instead of "
+                                          f"{decision.action.value} ({decision.reason})")
         if decision.action is UpdateAction.ADD or decision.memory_id is None or old is None:
             stored = await self.add(note)
             await self.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
@@ -291,10 +303,14 @@ class MemoryProvider(abc.ABC):
             await self.record_event(MemoryEvent(stored.id, "ADD", reason, now), user_id=uid)
             return stored
         sources = tuple(dict.fromkeys(old.source_ids + note.source_ids))
+        confirmed: dict[str, Any] = {}
+        if is_tool_origin(old) and (note.metadata or {}).get("origin") == "user":
+            # the user said it again: the tool's memory may now enter the profile
+            confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
         if decision.action is UpdateAction.NOOP:
             updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
                                         confidence=min(1.0, round(old.confidence + 0.05, 4)), source_ids=sources,
-                                        importance=max(old.importance, note.importance))
+                                        importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
                                                 details={"duplicate": note.content}), user_id=uid)
             return updated
@@ -302,7 +318,7 @@ class MemoryProvider(abc.ABC):
             content = decision.merged_content or note.content
             updated = await self.update(old.id, user_id=uid, content=content, source_ids=sources,
                                         mention_count=old.mention_count + 1,
-                                        importance=max(old.importance, note.importance))
+                                        importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
                                                 details={"before": old.content, "after": content}), user_id=uid)
             return updated
