@@ -34,8 +34,8 @@ as a last guard):
 
 The slot rule (when a new value replaces the old one)
 -----------------------------------------------------
-*Single-valued* attributes hold one current value at a time: "lives in",
-"moved to", "works at/for/as", "is married to / dating / engaged to",
+*Single-valued* attributes hold one current value at a time: "lives in"
+(and "moved / relocated (from X) to", the same slot), "works at/for/as", "is married to / dating / engaged to",
 "favourite X is", "is called", "named", "drives", "studies". A different
 value always supersedes ("Caroline lives in Boston" -> "... now lives in
 Denver"); the same value with less detail ("a dog named Max from the
@@ -97,7 +97,8 @@ _FILLER = frozenset("a an the is are was were be been am to of in on at for and 
                     "just that this it its".split())
 #: Verbs/relations that name an attribute of the subject.
 _ATTRIBUTES = (
-    r"prefers?", r"likes?", r"loves?", r"enjoys?", r"hates?", r"dislikes?", r"lives? in", r"moved to",
+    r"prefers?", r"likes?", r"loves?", r"enjoys?", r"hates?", r"dislikes?", r"lives? in",
+    r"(?:moved|relocated)(?: from .{1,40}?)? to",
     r"works? (?:at|for|as)", r"is (?:married to|dating|engaged to)", r"(?:favou?rite \w+) is", r"uses?", r"drives?",
     r"is (?:a|an)", r"studies", r"is studying", r"wants? to", r"plans? to", r"is called", r"named",
 )
@@ -203,7 +204,7 @@ def _is_subsequence(short: Sequence[str], long: Sequence[str]) -> bool:
 
 def _names(text: str) -> list[str]:
     """The name tokens of :func:`key_tokens` (not numbers or dates), in order."""
-    return [t for t in key_tokens(text) if not (t[0].isdigit() or t in _date_tokens([t]) or t in _NUMBER_WORDS)]
+    return [t for t in key_tokens(text) if not (_date_tokens([t]) or t in _NUMBER_WORDS)]
 
 
 def subject_attribute(text: str) -> tuple[str, str, str] | None:
@@ -212,7 +213,9 @@ def subject_attribute(text: str) -> tuple[str, str, str] | None:
     if not m:
         return None
     words = m.group("attr").lower().replace("favorite", "favourite").split()
-    if words[0] == "studies":
+    if words[0] in ("moved", "relocated"):  # where one lives now: the same slot as "lives in"
+        words = ["live", "in"]
+    elif words[0] == "studies":
         words[0] = "study"
     elif words[0] != "is":
         words[0] = re.sub(r"s$", "", words[0])
@@ -324,9 +327,10 @@ def protect_pinned(decisions: Sequence[UpdateDecision], existing: Sequence[Memor
 class OfflineClassifier(UpdateClassifier):
     """Deterministic rules (see the module docstring).
 
-    ``duplicate_threshold`` and ``update_threshold`` are kept for
-    compatibility: a note whose words are a subset of a memory's is a NOOP
-    only when their overlap reaches ``update_threshold``.
+    A note whose words are a subset of a memory's is a NOOP only when their
+    overlap (Jaccard) reaches ``update_threshold``. ``duplicate_threshold``
+    is no longer used (a near-duplicate with other words is a different
+    statement) and is kept so existing callers still construct it.
     """
 
     def __init__(self, duplicate_threshold: float = 0.8, update_threshold: float = 0.6):
