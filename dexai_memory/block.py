@@ -10,7 +10,16 @@ Sections (seed 001 section 8), each held to its own token budget
 
 The block is data, not instructions: it is fenced in ``<dexai-memory>`` tags
 with a preamble saying so, and content that tries to close the fence or issue
-instructions is neutralised (:func:`neutralise`). Every block stays under
+instructions is neutralised (:func:`neutralise`): normalised first (NFKC,
+entities, zero-width characters, whitespace), then fence tags removed and
+role or system markup (``<system-reminder>``, ChatML, ``[INST]``,
+``Human:``) and "ignore previous instructions" quoted as inert text, matched
+through look-alike letters and brackets.
+
+Memories extracted from tool output (``metadata["origin"] == "tool"``: a web
+page or file a tool returned) never enter the always-on parts (Profile,
+Coming up) unless the user confirmed them (:func:`always_on`); they may come
+back by relevance, marked "(from tool output ...)" (:func:`display_text`). Every block stays under
 :data:`MAX_INJECTION_CHARS` (Claude Code caps hook output at 10,000 characters).
 Token counts use :func:`dexai_memory.tokens.count_tokens` (the one counter).
 
@@ -23,8 +32,10 @@ from a provider.
 
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -53,14 +64,6 @@ SECTION_TITLES = {
     "session": "Session state:",
 }
 
-_FENCE_RE = re.compile(r"<\s*/?\s*dexai[-_ ]?memory[^>]*>", re.IGNORECASE)
-_INSTRUCTION_RE = re.compile(
-    r"(?i)(\bignore (?:all |any |the )?(?:previous|prior|above|earlier|preceding)(?: \w+)?"
-    r"|\bdisregard (?:all |any |the )?(?:system|previous|prior|above)(?: \w+)?"
-    r"|\bforget (?:all |everything )(?:you|above|previous)\w*"
-    r"|\byou are now\b|\bnew instructions?\s*:|\bsystem prompt\s*:|\bsystem\s*:"
-    r"|</?\s*(?:system|assistant|user|human|instructions?)\s*>)"
-)
 _GUILT = [
     (re.compile(r"(?i)\boverdue\b"), "ready to pick up"),
     (re.compile(r"(?i)\bpast due\b"), "ready to pick up"),
@@ -71,16 +74,87 @@ _GUILT = [
 ]
 
 
+#: Characters that render like ASCII ones in fence and role markup (Cyrillic and Greek letters, bracket,
+#: slash, dash, bar and colon look-alikes), folded one-to-one for matching only (text keeps its letters).
+_LOOKALIKES = str.maketrans(
+    "аеорсуххіјѕԁӏɡıАВЕКМНОРСТХІЈЅαοειкνρτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+    "‹›〈〉⟨⟩˂˃ᐸᐳ«»〈〉∕⁄⧸╱‐‑‒–—−﹣ǀ∣ː꞉∶",
+    "aeopcyxxijsdlgiABEKMHOPCTXIJSaoeikvptuxABEZHIKMNOPTYX"
+    "<><><><><><><>////-------||:::",
+)
+#: Invisible characters stripped before matching: zero-width spaces and joiners, word joiner, BOM,
+#: bidirectional controls, soft hyphen (every Unicode "format" character, category Cf).
+_ESCAPED_BRACKETS = re.compile(r"\\u003[ce]|\\x3[ce]", re.IGNORECASE)
+_FENCE_RE = re.compile(r"<\s*/?\s*dexai\s*[-_ ]?\s*memory[^>]*>", re.IGNORECASE)
+#: Role, system and chat-template markup: Claude Code's own tags (<system-reminder>, <command-name>, ...),
+#: XML role tags, ChatML / special tokens (<|im_start|>), Llama ([INST], <<SYS>>), Alpaca (### Instruction:)
+#: and transcript turns (Human: / Assistant: / System:).
+_ROLE_RE = re.compile(
+    r"<\s*/?\s*(?:system[\w-]*|assistant|user|human|developer|instructions?|tool[_-]?(?:result|use|call)s?"
+    r"|function[_-]?(?:results?|calls?)|antml:[\w-]+|command[-_][\w-]+|local[-_]command[-_][\w-]+"
+    r"|user[-_]prompt[-_]submit[-_]hook|im[_-](?:start|end|sep))\b[^<>]{0,200}>"
+    r"|<\s*\|[^|<>]{0,40}\|\s*>"
+    r"|\[\s*/?\s*INST\s*\]|<<\s*/?\s*SYS\s*>>|<\s*/?\s*s\s*>"
+    r"|#{2,}\s*(?:instruction|response|system|input)s?\s*:?"
+    r"|\b(?:human|assistant|system)\s*:",
+    re.IGNORECASE,
+)
+_INSTRUCTION_RE = re.compile(
+    r"(?i)(\bignore\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|former)"
+    r"(?:\s+\w+)?"
+    r"|\bignore\s+everything\s+(?:above|before)"
+    r"|\bdisregard\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:system|previous|prior|above|earlier)(?:\s+\w+)?"
+    r"|\bforget\s+(?:all\s+|everything\s+)(?:you|above|previous)\w*"
+    r"|\byou\s+are\s+now\b|\bnew\s+instructions?\s*:|\bsystem\s+prompt\s*:)"
+)
+
+
+def normalise(text: str) -> str:
+    """``text`` as the model should read it: NFKC (fullwidth and compatibility forms folded),
+    HTML entities and ``\\u003c``-style escapes decoded, invisible format characters removed,
+    every run of whitespace (newlines, NBSP) one space."""
+    for _ in range(3):  # entities encoded twice ("&amp;lt;") decode in two rounds
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
+    text = unicodedata.normalize("NFKC", _ESCAPED_BRACKETS.sub(
+        lambda m: "<" if m.group()[-1] in "cC" else ">", text))
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(text.split())
+
+
+def _quote(match: re.Match[str], text: str) -> str:
+    inner = text[match.start():match.end()].strip("<>/|[]#: ").strip()
+    return f"[quoted: {inner}]"
+
+
+def _substitute(pattern: re.Pattern[str], repl: Callable[[re.Match[str], str], str], text: str) -> str:
+    """``pattern`` matched on the look-alike fold of ``text``, replaced in ``text`` itself."""
+    folded = text.translate(_LOOKALIKES)
+    out, last = [], 0
+    for m in pattern.finditer(folded):
+        out.append(text[last:m.start()])
+        out.append(repl(m, text))
+        last = m.end()
+    return "".join(out) + text[last:] if out else text
+
+
 def neutralise(text: str) -> str:
     """Make stored text safe inside the fence.
 
-    Removes fence tags, quotes role tags and "ignore previous instructions"
-    phrasing as data (``[quoted: ...]``), and folds newlines so a memory cannot
-    forge section titles or list items.
+    The text is first :func:`normalise`\\ d (so fullwidth, zero-width, entity
+    and whitespace variants read as what they are), then matched on a fold of
+    look-alike letters and brackets: fence tags are removed; role and system
+    markup (``<system-reminder>``, ``<|im_start|>``, ``[INST]``, ``Human:``
+    ...) and "ignore previous instructions" phrasing are quoted as data
+    (``[quoted: ...]``). Newlines are folded, so a memory cannot forge section
+    titles or list items.
     """
-    text = _FENCE_RE.sub("[memory tag removed]", text)
-    text = _INSTRUCTION_RE.sub(lambda m: f"[quoted: {m.group(0).strip('<>/ ')}]", text)
-    return " ".join(text.split())
+    text = normalise(text)
+    text = _substitute(_FENCE_RE, lambda m, t: "[memory tag removed]", text)
+    text = _substitute(_ROLE_RE, _quote, text)
+    return _substitute(_INSTRUCTION_RE, lambda m, t: f"[quoted: {t[m.start():m.end()]}]", text)
 
 
 def forward_framing(text: str) -> str:
@@ -137,12 +211,50 @@ class BlockInputs:
 
 
 _YEAR = re.compile(r"\b(?:1[89]|2[01])\d\d\b")
+#: ``metadata["origin"]`` of a memory extracted from tool output (a PostToolUse result: web page, file).
+TOOL_ORIGIN = "tool"
+#: ``metadata["source"]`` prefixes of turns that are tool results (command hooks, SDK callbacks).
+TOOL_SOURCES = ("claude-code:tool", "agent-sdk:tool")
+
+
+def is_tool_origin(m: Memory) -> bool:
+    """Whether ``m`` came from tool output rather than from the user or the assistant: a note the
+    pipeline marked ``origin="tool"``, or a raw tool turn archived as a transcript."""
+    meta = m.metadata or {}
+    source = meta.get("source")
+    return (meta.get("origin") == TOOL_ORIGIN or meta.get("role") == "tool"
+            or (isinstance(source, str) and source.startswith(TOOL_SOURCES)))
+
+
+def user_confirmed(m: Memory) -> bool:
+    """Whether the user vouched for ``m``: pinned it, or stated it again themselves
+    (``metadata["confirmed_by_user"]``, set when a user's note repeats or refines it)."""
+    return m.pinned or bool((m.metadata or {}).get("confirmed_by_user"))
+
+
+def always_on(m: Memory) -> bool:
+    """Whether ``m`` may appear without being asked for (profile, pinned / L1 / high-importance
+    sections, commitments, post-compaction priorities): not tool output, unless the user confirmed it.
+    Tool output still comes back by relevance, marked as such (:func:`memory_line`)."""
+    return not is_tool_origin(m) or user_confirmed(m)
+
+
+def display_text(m: Memory) -> str:
+    """``m``'s content, neutralised, marked "(from tool output ...)" when it came from a tool and the
+    user has not confirmed it."""
+    text = neutralise(m.content)
+    if is_tool_origin(m) and not user_confirmed(m):
+        tool = (m.metadata or {}).get("tool")
+        label = f"from tool output, {neutralise(str(tool))[:40]}" if tool else "from tool output"
+        return f"({label}) {text}"
+    return text
 
 
 def memory_line(m: Memory) -> str:
     """A relevant memory as a list line: content, plus its event date when known and the
-    text does not already give one (a resolved "on 7 May 2023" needs no "(2023-05-07)")."""
-    text = neutralise(m.content)
+    text does not already give one (a resolved "on 7 May 2023" needs no "(2023-05-07)");
+    tool output is marked as such (:func:`display_text`)."""
+    text = display_text(m)
     when = m.metadata.get("event_date") if m.metadata else None
     return f"- {text} ({when})" if when and str(when) not in text and not _YEAR.search(text) else f"- {text}"
 
@@ -184,10 +296,13 @@ def commitment_line(m: Memory, now: datetime | None = None) -> str:
 
 
 def commitments_due_soon(memories: Sequence[Memory], *, days: int, now: datetime | None = None) -> list[Memory]:
-    """Open commitments due within ``days`` (or undated), soonest first."""
+    """Open commitments due within ``days`` (or undated), soonest first; commitments taken from
+    tool output are left out unless the user confirmed them (:func:`always_on`)."""
     now = now or utcnow()
     out: list[tuple[float, Memory]] = []
     for m in memories:
+        if not always_on(m):
+            continue
         info = m.metadata.get("commitment") if m.metadata else None
         if isinstance(info, dict) and str(info.get("status") or "open") not in ("open", "pending"):
             continue
@@ -250,7 +365,7 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     commitments = fresh(inputs.commitments)
     session = fresh(inputs.session)
     parts = [
-        _fit("profile", [(m, f"- {neutralise(m.content)}") for m in profile], p_budget, inputs.scores),
+        _fit("profile", [(m, f"- {display_text(m)}") for m in profile], p_budget, inputs.scores),
         _fit("relevant", [(m, memory_line(m)) for m in relevant], r_budget, inputs.scores),
         _fit("commitments", [(m, commitment_line(m, now)) for m in commitments], c_budget, inputs.scores),
         _fit("session", [(m, f"- {neutralise(m.content)}") for m in session], s_budget, inputs.scores),
@@ -292,8 +407,12 @@ def budgets_of(cfg: L1BlockConfig) -> tuple[int, int, int, int]:
 
 
 def profile_of(memories: Sequence[Memory]) -> list[Memory]:
-    """Profile order: pinned first, then L1-tier, then by importance, newest first."""
-    unique = list({m.id: m for m in memories}.values())
+    """Profile order: pinned first, then L1-tier, then by importance, newest first.
+
+    Memories from tool output that the user has not confirmed are left out
+    (:func:`always_on`): a web page cannot write the user's profile.
+    """
+    unique = [m for m in {m.id: m for m in memories}.values() if always_on(m)]
     unique.sort(key=lambda m: (not m.pinned, m.tier is not Tier.L1, -m.importance,
                                -(m.created_at.timestamp())))
     return unique

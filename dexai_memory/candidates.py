@@ -10,8 +10,12 @@ as ingest adds, merges and supersedes them.
 
 It is built for the offline classifier
 (:class:`~dexai_memory.supersession.OfflineClassifier`), whose rules are all
-about shared words: near-duplicates and refinements share most of their
-content words, and a superseding note has the same subject and attribute.
+about shared words: repeats and refinements share most of their content
+words, a superseding note has the same subject and attribute ("moved to" and
+"moved from X to" share the "lives in" slot), and an explicit change names
+the old value or the event it moves ("moved from Lisbon ...", "the dentist
+appointment moved to ..."). Which candidate is kept, merged or superseded is
+the classifier's decision; the index only finds them.
 So the candidates of a note are
 
 * every memory with the same (subject, attribute) slot

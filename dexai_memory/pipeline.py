@@ -224,6 +224,15 @@ def _caption(turn: Turn) -> str | None:
     return None
 
 
+def is_tool_turn(turn: Turn) -> bool:
+    """Whether ``turn`` is a tool result (PostToolUse: role "tool", or a ``claude-code:tool-...`` /
+    ``agent-sdk:tool-...`` source) rather than something the user or the assistant said."""
+    from .block import TOOL_SOURCES
+
+    source = turn.metadata.get("source") if turn.metadata else None
+    return turn.role == "tool" or (isinstance(source, str) and source.startswith(TOOL_SOURCES))
+
+
 def transcript_memory(turn: Turn) -> Memory:
     """The L3 TRANSCRIPT memory archiving one raw turn ("Speaker: text [image: caption]")."""
     speaker = turn.speaker or turn.role.capitalize()
@@ -393,7 +402,14 @@ class Pipeline:
         return report
 
     def note_memory(self, note: ExtractedNote, turns: Sequence[Turn]) -> Memory:
-        """The memory a note is stored as: scoped like its turns, dated like its latest source turn."""
+        """The memory a note is stored as: scoped like its turns, dated like its latest source turn.
+
+        A note taken (even in part) from a tool result is marked ``metadata["origin"] = "tool"``
+        (with ``metadata["tool"]``, the tool's name): it stays out of the profile and the other
+        always-on sections until the user confirms it (:func:`dexai_memory.block.always_on`).
+        A note taken only from the user's own turns is marked ``origin = "user"`` (a user's
+        repeat of a tool memory confirms it).
+        """
         by_id = {t.id: t for t in turns}
         sources = tuple(note.source_ids) or tuple(t.id for t in turns)
         own = [by_id[s] for s in sources if s in by_id] or list(turns)
@@ -401,6 +417,15 @@ class Pipeline:
         stamps = [t.timestamp for t in own if t.timestamp is not None]
         memory = note.to_memory(user_id=scope.user_id, session_id=scope.session_id, project=scope.project,
                                 created_at=max(stamps) if stamps else None)
+        tools = [t for t in own if is_tool_turn(t)]
+        if tools:
+            from .block import TOOL_ORIGIN
+
+            tool = next((str(t.metadata["tool"]) for t in tools if t.metadata and t.metadata.get("tool")), None)
+            memory = memory.replace(metadata={**memory.metadata, "origin": TOOL_ORIGIN,
+                                              **({"tool": tool} if tool else {})})
+        elif all(t.role == "user" for t in own):
+            memory = memory.replace(metadata={**memory.metadata, "origin": "user"})
         return memory.replace(id=note_id(scope.user_id, sources, note.content), source_ids=sources)
 
     async def _exists(self, memory_id: str, user_id: str) -> bool:

@@ -22,6 +22,11 @@ to ``auto_recall.max_tokens`` (800) in this order:
    most important first, newest first within equal importance. Chatter the
    extractor scores lower (reported speech, small talk) never fills the block.
 
+Memories taken from tool output (web pages, files: ``metadata["origin"] ==
+"tool"``) are only re-injected through the relevant section, marked as tool
+output, unless the user confirmed them (pinned, or stated them again):
+:func:`~dexai_memory.block.always_on`.
+
 A memory is taken when its line still fits the budget (a long line is
 skipped and a shorter later one may still fit); near-duplicates of a memory
 already taken (a pinned statement and its extracted copy) are skipped. The
@@ -50,10 +55,11 @@ from .block import (
     SECTION_TITLES,
     BlockItem,
     L1Block,
+    always_on,
     commitment_line,
     commitments_due_soon,
+    display_text,
     memory_line,
-    neutralise,
 )
 from .models import Memory, MemoryType, SearchFilters, SearchResult, Tier, utcnow
 from .recall import DEFAULT_POOL, VisibleContext, content_terms, rank
@@ -150,7 +156,7 @@ def _line(memory: Memory, section: str, now: datetime) -> str:
         return commitment_line(memory, now)
     if section == "relevant":
         return memory_line(memory)
-    return f"- {neutralise(memory.content)}"
+    return f"- {display_text(memory)}"
 
 
 def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: int = 150,
@@ -175,6 +181,8 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
         for memory in memories:
             if memory.id in seen_ids or memory.type is MemoryType.TRANSCRIPT or (
                     memory.type is MemoryType.SNAPSHOT and cls != "session"):
+                continue
+            if cls != "relevant" and not always_on(memory):  # tool output only comes back by relevance
                 continue
             terms = set(content_terms(memory.content))
             if cls != "session" and any(_duplicate(terms, t) for t in seen_terms):

@@ -1,20 +1,45 @@
 """Classifying a new note against existing memories: ADD / UPDATE / SUPERSEDE / NOOP.
 
-:class:`OfflineClassifier` is deterministic and needs no model:
+:class:`OfflineClassifier` is deterministic and needs no model. It compares
+the *normalised content words* of the two statements (:func:`statement_words`:
+filler and reporting words such as "said" removed, possessives and plurals
+folded) and never lets one fact swallow another:
 
-* near-duplicate (content words nearly the same) -> NOOP;
-* the new note contains the old one and adds to it -> UPDATE (merged content);
-* same subject and attribute, different value -> SUPERSEDE, under the
-  slot rule below;
-* anything else -> ADD.
+* the same words (a rewording) -> NOOP; the new note says nothing the memory
+  does not (its words are a subset, same names in the same order) -> NOOP;
+* same subject and attribute, different value -> SUPERSEDE, under the slot
+  rule below; an explicit change ("moved from Lisbon to Porto", "the dentist
+  appointment moved to Friday") -> SUPERSEDE (the change rules below);
+* the new note contains every word of the old one and adds to it -> UPDATE
+  (merged content), unless what it adds negates it ("no longer") -> SUPERSEDE;
+* anything else -> ADD. In particular two statements of the same shape about
+  a different person, place, object, number or date ("call Ana about the
+  Tartu trip" / "call Victor about the Trieste trip") are two facts: the new
+  one is added next to the old one, never merged into it.
+
+No loss (the meaning guard)
+---------------------------
+UPDATE rewrites a memory in place and NOOP drops the new note, so both lose
+text when the two statements differ in meaning. :func:`guard_meaning` is
+applied by the provider to every classifier's output (offline or Haiku, in
+:meth:`~dexai_memory.providers.base.MemoryProvider.classify_update`, and
+again in :meth:`~dexai_memory.providers.base.MemoryProvider.apply_decision`
+as a last guard):
+
+* a NOOP whose new note names something the memory does not (a name,
+  number, date: :func:`key_tokens`) becomes an ADD;
+* an UPDATE whose merged content drops a name, number or date of the old
+  memory becomes a SUPERSEDE, which keeps the old memory in history
+  (``dexai memory history``, as-of queries) instead of overwriting it.
 
 The slot rule (when a new value replaces the old one)
 -----------------------------------------------------
-*Single-valued* attributes hold one current value at a time: "lives in",
-"moved to", "works at/for/as", "is married to / dating / engaged to",
+*Single-valued* attributes hold one current value at a time: "lives in"
+(and "moved / relocated (from X) to", the same slot), "works at/for/as", "is married to / dating / engaged to",
 "favourite X is", "is called", "named", "drives", "studies". A different
 value always supersedes ("Caroline lives in Boston" -> "... now lives in
-Denver").
+Denver"); the same value with less detail ("a dog named Max from the
+shelter" -> "a dog named Max") does not.
 
 *Multi-valued* attributes accumulate: "prefers", "likes", "loves", "enjoys",
 "hates", "dislikes", "uses", "wants to", "plans to", "is a". A person prefers
@@ -31,6 +56,17 @@ supersedes only when it fills *the same slot*:
   statement replaces the older one.
 
 Otherwise the new note is ADDed next to the old one.
+
+The change rules
+----------------
+* "<subject> moved / switched / changed from X to Y" supersedes the
+  subject's statement whose current value is X ("lives in Lisbon", "uses
+  Vim", an earlier "moved from Boston to Lisbon").
+* "<event> was moved / rescheduled / postponed / pushed / brought forward to
+  <date or time>" supersedes the one memory that names every word of the
+  event and a different date or time ("The user has a dentist appointment on
+  26 December 2023"). When several memories match, which one changed is
+  unknown: the note is added and nothing is superseded.
 
 Pinned memories
 ---------------
@@ -61,7 +97,8 @@ _FILLER = frozenset("a an the is are was were be been am to of in on at for and 
                     "just that this it its".split())
 #: Verbs/relations that name an attribute of the subject.
 _ATTRIBUTES = (
-    r"prefers?", r"likes?", r"loves?", r"enjoys?", r"hates?", r"dislikes?", r"lives? in", r"moved to",
+    r"prefers?", r"likes?", r"loves?", r"enjoys?", r"hates?", r"dislikes?", r"lives? in",
+    r"(?:moved|relocated)(?: from .{1,40}?)? to",
     r"works? (?:at|for|as)", r"is (?:married to|dating|engaged to)", r"(?:favou?rite \w+) is", r"uses?", r"drives?",
     r"is (?:a|an)", r"studies", r"is studying", r"wants? to", r"plans? to", r"is called", r"named",
 )
@@ -74,6 +111,37 @@ _VALUE_FILLER = _FILLER | frozenset(
 _ATTR_RE = re.compile(r"^(?P<subject>.{1,60}?)\s+(?:now\s+|currently\s+|no longer\s+)?(?P<attr>" + "|".join(_ATTRIBUTES)
                       + r")\s+(?P<value>.+?)[.!]?$", re.IGNORECASE)
 
+#: Reporting and hedging words: a statement means the same with or without them.
+_SOFT = frozenset("said says say saying mentioned mentions mention told tells tell noted notes stated states "
+                  "explained explains shared shares added reported reports reportedly really actually again "
+                  "currently recently apparently".split())
+#: Words that turn an added statement into a change of the old one ("no longer lives in ...").
+_NEGATIONS = frozenset("not no never longer anymore n't stopped quit former formerly ex isn't aren't wasn't weren't "
+                       "doesn't don't didn't won't can't cannot".split())
+_MONTHS = frozenset("january february march april may june july august september october november december "
+                    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_RELATIVE_DAYS = frozenset("today tomorrow yesterday tonight weekend".split())
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion dozen half twice once first third fourth fifth sixth seventh eighth ninth tenth".split())
+#: Capitalised words that start sentences and name nothing.
+_NOT_NAMES = _VALUE_FILLER | _SOFT | frozenset(
+    "i i'm i've i'll i'd he she they we you me him them us there here if then after before since until while "
+    "user user's yes ok okay please".split())
+_TOKEN = re.compile(r"\d+(?:[:./-]\d+)*|[^\W\d_][\w'’-]*")
+_MENTIONED = re.compile(r"\s*\(mentioned on [^)]*\)", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+_MOVED_FROM = re.compile(
+    r"^(?P<subject>.{1,60}?)\s+(?:has\s+|have\s+|had\s+)?(?:just\s+)?(?:moved|relocated|switched|changed|"
+    r"migrated|transferred|went)\s+from\s+(?P<old>.+?)\s+(?:to|for)\s+(?P<new>.+?)[.!]?$", re.IGNORECASE)
+_RESCHEDULED = re.compile(
+    r"^(?P<event>.{3,120}?)\s+(?:was\s+|were\s+|has\s+been\s+|have\s+been\s+|had\s+been\s+|is\s+|are\s+|got\s+|"
+    r"gets\s+|will\s+be\s+)?(?:now\s+)?(?:moved|rescheduled|postponed|pushed(?:\s+back)?|brought\s+forward|"
+    r"shifted|delayed|changed|bumped|put\s+off)\s+(?:to|until|till|for)\s+(?P<when>.+?)[.!]?$", re.IGNORECASE)
+
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words of ``text`` without filler words."""
@@ -85,13 +153,69 @@ def jaccard(a: Set[str], b: Set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+def _fold(word: str) -> str:
+    """A word with its possessive and plural ending removed ("user's" -> "user", "trips" -> "trip")."""
+    word = _POSSESSIVE.sub("", word.replace("’", "'"))
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    return word
+
+
+def comparable(text: str) -> str:
+    """``text`` without the parts that do not change what it states (the "(mentioned on ...)" stamp)."""
+    return _MENTIONED.sub("", text).strip()
+
+
+def statement_words(text: str) -> set[str]:
+    """The normalised content words the offline classifier compares: filler and reporting words
+    ("said", "mentioned") removed, possessives and plurals folded."""
+    words = {_fold(w) for w in _WORD.findall(comparable(text).lower().replace("’", "'"))}
+    return {w for w in words if w and w not in _FILLER and w not in _SOFT}
+
+
+def key_tokens(text: str) -> list[str]:
+    """The names, numbers and dates of ``text``, lower-cased, in order of appearance (repeats dropped).
+
+    Names are capitalised words other than sentence starters such as "The";
+    numbers are digits ("11:05", "2024") and number words; dates are month,
+    weekday and relative day names.
+    """
+    out: dict[str, None] = {}
+    for m in _TOKEN.finditer(comparable(text)):
+        raw = m.group()
+        word = _fold(raw.lower().replace("’", "'"))
+        if raw[0].isdigit():
+            out[raw] = None
+        elif word in _MONTHS or word in _WEEKDAYS or word in _RELATIVE_DAYS or word in _NUMBER_WORDS:
+            out[word] = None
+        elif raw[0].isupper() and word not in _NOT_NAMES and word not in _FILLER and len(word) > 1:
+            out[word] = None
+    return list(out)
+
+
+def _date_tokens(tokens: Sequence[str]) -> set[str]:
+    return {t for t in tokens if t[0].isdigit() or t in _MONTHS or t in _WEEKDAYS or t in _RELATIVE_DAYS}
+
+
+def _is_subsequence(short: Sequence[str], long: Sequence[str]) -> bool:
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
+def _names(text: str) -> list[str]:
+    """The name tokens of :func:`key_tokens` (not numbers or dates), in order."""
+    return [t for t in key_tokens(text) if not (_date_tokens([t]) or t in _NUMBER_WORDS)]
+
+
 def subject_attribute(text: str) -> tuple[str, str, str] | None:
     """(subject, attribute, value) of a simple attribute statement, lower-cased, or None."""
-    m = _ATTR_RE.match(text.strip())
+    m = _ATTR_RE.match(comparable(text))
     if not m:
         return None
     words = m.group("attr").lower().replace("favorite", "favourite").split()
-    if words[0] == "studies":
+    if words[0] in ("moved", "relocated"):  # where one lives now: the same slot as "lives in"
+        words = ["live", "in"]
+    elif words[0] == "studies":
         words[0] = "study"
     elif words[0] != "is":
         words[0] = re.sub(r"s$", "", words[0])
@@ -108,12 +232,84 @@ def same_slot(attribute: str, old_value: str, new_value: str) -> bool:
     """Whether ``new_value`` replaces ``old_value`` for ``attribute`` (the slot rule of the module docstring)."""
     if old_value == new_value:
         return False
+    old_words, new_words = value_words(old_value), value_words(new_value)
+    if new_words and new_words <= old_words:  # the same value told with less detail
+        return False
     if attribute not in MULTI_VALUED:
         return True
-    old_words, new_words = value_words(old_value), value_words(new_value)
     if old_words & new_words:
         return True
     return len(old_words) == 1 and len(new_words) == 1
+
+
+def _current_value(text: str) -> tuple[str, str] | None:
+    """(subject, value) of a statement that holds one value: "S lives in X", "S uses X", "S moved from A to X"."""
+    moved = _MOVED_FROM.match(comparable(text))
+    if moved:
+        return moved.group("subject").lower().strip(), moved.group("new").lower().strip()
+    found = subject_attribute(text)
+    return (found[0], found[2]) if found else None
+
+
+def moved_from(new_fact: str, old: str) -> bool:
+    """Whether ``new_fact`` ("S moved/switched from X to Y") replaces ``old`` (S's value was X)."""
+    m = _MOVED_FROM.match(comparable(new_fact))
+    current = _current_value(old)
+    if not m or current is None or current[0] != m.group("subject").lower().strip():
+        return False
+    old_value, new_value = value_words(current[1]), value_words(m.group("new"))
+    return bool(old_value) and old_value <= value_words(m.group("old")) and not new_value <= old_value
+
+
+def rescheduled(new_fact: str, old: str) -> bool:
+    """Whether ``new_fact`` ("<event> was moved to Friday") moves the event that ``old`` dates.
+
+    ``old`` must name every word of the event and a date or time the new
+    note does not; the new date must be a date or time.
+    """
+    m = _RESCHEDULED.match(comparable(new_fact))
+    if not m:
+        return False
+    new_when = _date_tokens(key_tokens(m.group("when")))
+    event = statement_words(m.group("event")) - {"user", "that"}
+    if not new_when or not event:
+        return False
+    old_dates = _date_tokens(key_tokens(old))
+    return event <= statement_words(old) and bool(old_dates - new_when)
+
+
+def _adds_negation(added: Set[str]) -> bool:
+    return bool(added & _NEGATIONS) or any(w.endswith("n't") for w in added)
+
+
+def guard_meaning(decisions: Sequence[UpdateDecision], new_fact: str,
+                  existing: Sequence[Memory]) -> list[UpdateDecision]:
+    """``decisions`` with every NOOP / UPDATE that would lose a name, number or date made safe.
+
+    A NOOP whose ``new_fact`` names something the memory does not becomes an
+    ADD (the new fact is kept); an UPDATE whose merged content drops a name,
+    number or date of the memory becomes a SUPERSEDE (the old memory stays
+    in history). See "No loss" in the module docstring.
+    """
+    by_id = {m.id: m for m in existing}
+    new_keys = set(key_tokens(new_fact))
+    out = []
+    for d in decisions:
+        old = by_id.get(d.memory_id) if d.memory_id else None
+        if old is not None and d.action is UpdateAction.NOOP:
+            missing = new_keys - set(key_tokens(old.content))
+            if missing:
+                d = UpdateDecision(UpdateAction.ADD, None, f"not a repeat of memory {old.id}: the new note names "
+                                   f"{', '.join(sorted(missing))}, which it does not ({d.reason})")
+        elif old is not None and d.action is UpdateAction.UPDATE:
+            merged = d.merged_content or new_fact
+            dropped = set(key_tokens(old.content)) - set(key_tokens(merged))
+            if dropped:
+                d = UpdateDecision(UpdateAction.SUPERSEDE, old.id, f"the update drops {', '.join(sorted(dropped))}: "
+                                   f"superseded, the old memory stays in history ({d.reason})",
+                                   merged_content=d.merged_content)
+        out.append(d)
+    return out
 
 
 def protect_pinned(decisions: Sequence[UpdateDecision], existing: Sequence[Memory]) -> list[UpdateDecision]:
@@ -129,7 +325,13 @@ def protect_pinned(decisions: Sequence[UpdateDecision], existing: Sequence[Memor
 
 
 class OfflineClassifier(UpdateClassifier):
-    """Deterministic rules (see the module docstring); thresholds are parameters."""
+    """Deterministic rules (see the module docstring).
+
+    A note whose words are a subset of a memory's is a NOOP only when their
+    overlap (Jaccard) reaches ``update_threshold``. ``duplicate_threshold``
+    is no longer used (a near-duplicate with other words is a different
+    statement) and is kept so existing callers still construct it.
+    """
 
     def __init__(self, duplicate_threshold: float = 0.8, update_threshold: float = 0.6):
         self.duplicate_threshold = duplicate_threshold
@@ -137,28 +339,44 @@ class OfflineClassifier(UpdateClassifier):
 
     def decide(self, new_fact: str, memory: Memory) -> UpdateDecision:
         """The decision for one existing memory."""
-        new_words, old_words = content_words(new_fact), content_words(memory.content)
-        overlap = jaccard(new_words, old_words)
-        if overlap >= self.duplicate_threshold:
-            return UpdateDecision(UpdateAction.NOOP, memory.id, f"near-duplicate (word overlap {overlap:.2f})")
+        new_words, old_words = statement_words(new_fact), statement_words(memory.content)
+        added, removed = new_words - old_words, old_words - new_words
+        new_names, old_names = _names(new_fact), _names(memory.content)
+        if not added and not removed and new_names == old_names:
+            return UpdateDecision(UpdateAction.NOOP, memory.id, "the same statement")
         new_sa, old_sa = subject_attribute(new_fact), subject_attribute(memory.content)
         if (new_sa and old_sa and new_sa[0] == old_sa[0] and new_sa[1] == old_sa[1]
                 and same_slot(new_sa[1], old_sa[2], new_sa[2])):
             return UpdateDecision(UpdateAction.SUPERSEDE, memory.id,
                                   f"same subject and attribute ({new_sa[0]} {new_sa[1]}), new value "
                                   f"{new_sa[2]!r} replaces {old_sa[2]!r}")
-        if old_words and old_words <= new_words and len(new_words) > len(old_words):
+        if moved_from(new_fact, memory.content):
+            return UpdateDecision(UpdateAction.SUPERSEDE, memory.id, "an explicit change from the old value")
+        if rescheduled(new_fact, memory.content):
+            return UpdateDecision(UpdateAction.SUPERSEDE, memory.id, "rescheduled: the event has a new date")
+        if (not added and jaccard(new_words, old_words) >= self.update_threshold
+                and _is_subsequence(new_names, old_names)):
+            return UpdateDecision(UpdateAction.NOOP, memory.id, "says nothing the existing memory does not")
+        if old_words and not removed and _is_subsequence(old_names, new_names):
+            if _adds_negation(added):
+                return UpdateDecision(UpdateAction.SUPERSEDE, memory.id,
+                                      f"negates the existing memory ({', '.join(sorted(added & _NEGATIONS))})")
             return UpdateDecision(UpdateAction.UPDATE, memory.id, "refines the existing memory with more detail",
                                   merged_content=new_fact)
-        if old_words and overlap >= self.update_threshold:
-            return UpdateDecision(UpdateAction.UPDATE, memory.id, f"mostly the same statement (overlap {overlap:.2f})",
-                                  merged_content=new_fact)
+        if added and removed:
+            return UpdateDecision(UpdateAction.ADD, None, f"a different statement ({', '.join(sorted(added)[:3])} "
+                                  f"instead of {', '.join(sorted(removed)[:3])})")
         return UpdateDecision(UpdateAction.ADD, None, "no existing memory says this")
 
     async def classify(self, new_fact: str, existing: Sequence[Memory]) -> list[UpdateDecision]:
         if not existing:
             return [UpdateDecision(UpdateAction.ADD, None, "nothing similar stored")]
-        return [self.decide(new_fact, m) for m in existing]
+        decisions = [self.decide(new_fact, m) for m in existing]
+        moved = [d for d in decisions if d.reason.startswith("rescheduled")]
+        if len(moved) > 1:  # which of several dated events moved is unknown: keep them all
+            decisions = [UpdateDecision(UpdateAction.ADD, None, f"rescheduled, but {len(moved)} memories name "
+                                        "that event: stored as new") if d in moved else d for d in decisions]
+        return decisions
 
 
 def resolve(decisions: Sequence[UpdateDecision]) -> UpdateDecision:

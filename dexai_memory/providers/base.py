@@ -243,15 +243,19 @@ class MemoryProvider(abc.ABC):
 
         Uses the offline classifier of :mod:`dexai_memory.supersession` when no
         classifier was set (the daemon sets the Haiku one when a key exists).
-        A SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
+        A NOOP that would drop a name, number or date of ``new_fact`` comes
+        back as ADD, an UPDATE that would drop one of the memory's as
+        SUPERSEDE (:func:`dexai_memory.supersession.guard_meaning`); a
+        SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
         (:func:`dexai_memory.supersession.protect_pinned`).
         """
-        from ..supersession import OfflineClassifier, protect_pinned
+        from ..supersession import OfflineClassifier, guard_meaning, protect_pinned
 
         classifier = self.classifier
         if classifier is None:
             classifier = self.classifier = OfflineClassifier()
-        return protect_pinned(await classifier.classify(new_fact, existing), existing)
+        decisions = guard_meaning(await classifier.classify(new_fact, existing), new_fact, existing)
+        return protect_pinned(decisions, existing)
 
     async def apply_decision(self, decision: UpdateDecision, note: Memory) -> Memory | None:
         """Carry out one classification for ``note``; returns the memory written, or None.
@@ -260,14 +264,37 @@ class MemoryProvider(abc.ABC):
         provenance, mention count); SUPERSEDE replaces the existing memory with
         ``note``; NOOP counts one more mention and raises confidence. Each
         action is logged with its reason.
+
+        As a last guard for decisions that did not come through
+        :meth:`classify_update`, an UPDATE that would drop a name, number or
+        date of the memory is carried out as SUPERSEDE (the old memory stays
+        in history) and a NOOP that would drop one of the note's as ADD
+        (:func:`dexai_memory.supersession.guard_meaning`).
+
+        A note from tool output (``metadata["origin"] == "tool"``) never
+        rewrites or replaces a memory that did not come from a tool: it is
+        added next to it. A user's note (``origin == "user"``) that repeats or
+        refines a tool's memory marks it ``confirmed_by_user`` (it may then
+        enter the profile: :func:`dexai_memory.block.always_on`).
         """
+        from ..block import is_tool_origin
+        from ..supersession import guard_meaning
+
         uid = note.user_id
         now = utcnow()
-        if decision.action is UpdateAction.ADD or decision.memory_id is None:
+        old = None
+        if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
+            old = await self.get(decision.memory_id, user_id=uid)
+            decision = guard_meaning([decision], note.content, [old])[0]
+            if (decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE) and is_tool_origin(note)
+                    and not is_tool_origin(old)):
+                decision = UpdateDecision(UpdateAction.ADD, None, f"tool output never rewrites or replaces memory "
+                                          f"{old.id}, which did not come from a tool; stored as new instead of "
+                                          f"{decision.action.value} ({decision.reason})")
+        if decision.action is UpdateAction.ADD or decision.memory_id is None or old is None:
             stored = await self.add(note)
             await self.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
             return stored
-        old = await self.get(decision.memory_id, user_id=uid)
         if old.pinned and decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE):
             reason = (f"memory {old.id} is pinned and changes only by explicit user action; stored as new instead "
                       f"of {decision.action.value} ({decision.reason})")
@@ -276,10 +303,14 @@ class MemoryProvider(abc.ABC):
             await self.record_event(MemoryEvent(stored.id, "ADD", reason, now), user_id=uid)
             return stored
         sources = tuple(dict.fromkeys(old.source_ids + note.source_ids))
+        confirmed: dict[str, Any] = {}
+        if is_tool_origin(old) and (note.metadata or {}).get("origin") == "user":
+            # the user said it again: the tool's memory may now enter the profile
+            confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
         if decision.action is UpdateAction.NOOP:
             updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
                                         confidence=min(1.0, round(old.confidence + 0.05, 4)), source_ids=sources,
-                                        importance=max(old.importance, note.importance))
+                                        importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
                                                 details={"duplicate": note.content}), user_id=uid)
             return updated
@@ -287,11 +318,14 @@ class MemoryProvider(abc.ABC):
             content = decision.merged_content or note.content
             updated = await self.update(old.id, user_id=uid, content=content, source_ids=sources,
                                         mention_count=old.mention_count + 1,
-                                        importance=max(old.importance, note.importance))
+                                        importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
                                                 details={"before": old.content, "after": content}), user_id=uid)
             return updated
-        return await self.supersede(old.id, note.replace(source_ids=sources), user_id=uid, reason=decision.reason)
+        replacement = note.replace(source_ids=sources)
+        if decision.merged_content:
+            replacement = replacement.replace(content=decision.merged_content)
+        return await self.supersede(old.id, replacement, user_id=uid, reason=decision.reason)
 
     # ------------------------------------------------------------------ tiers
     async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:
