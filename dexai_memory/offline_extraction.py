@@ -936,8 +936,10 @@ class OfflineExtractor(Extractor):
             return None
         entities = tuple(dict.fromkeys(([name] if first_person else []) + regex_entities(dated)))
         verdict = self.gate.score(sentence)
-        if category is None and verdict.score < self.gate.threshold:
-            return None  # the sentence alone would not pass the gate: chatter inside a longer turn
+        if category is None and verdict.score < self.gate.threshold and len(_split_sentences(turn.content)) > 1:
+            # the sentence alone would not pass the gate: chatter inside a longer turn (a one-sentence
+            # turn passed the gate already, with its context: "Emil's birthday is on 8 October.")
+            return None
         importance = self._importance(note_type, verdict.score, dates, entities, sentence, False)
         durable = {"technical", "project", "ownership", "entities", "decision"} & set(verdict.signals)
         floor = max(floor, _SESSION_FLOORS.get(note_type, 5), 6 if durable else 0)
