@@ -1,8 +1,8 @@
 """Compaction survival (issues 5 and 10): do facts said in the conversation reach the model after each compaction?
 
 A scripted long session through the real Claude Code CLI (the one bundled with
-claude-agent-sdk, driven by :mod:`dexai_memory.harness`) against the local fake
-Messages API (:mod:`dexai_memory.fakeapi`), whose compaction summary keeps
+claude-agent-sdk, driven by :mod:`dexai_memory.testing.harness`) against the local fake
+Messages API (:mod:`dexai_memory.testing.fakeapi`), whose compaction summary keeps
 nothing (``"The user and assistant chatted."``). As installed: the CLI signs in
 with a token (no ``ANTHROPIC_API_KEY`` anywhere, so dexai-memory runs its
 offline extractor), the benchmark starts no daemon and writes nothing to the
@@ -36,7 +36,7 @@ Every fact carries one distinctive made-up token (``Vellichor``,
 ``Grimsby``, ...), used nowhere else in the script. A fact is *present* after
 a round when its token occurs, case-insensitively and as a whole word, in the
 text of the first ``/v1/messages`` request after that round's compaction
-request (:func:`dexai_memory.fakeapi.text_of`: system prompt, every message,
+request (:func:`dexai_memory.testing.fakeapi.text_of`: system prompt, every message,
 hook context included). The token survives any rewording by the extractor
 (third person, resolved dates). *in block* counts the tokens found inside a
 ``<dexai-memory>`` block, *outside* those found elsewhere (the summary keeps
@@ -71,8 +71,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, arg_parser, format_table, say, write_result
-from dexai_memory.block import FENCE_CLOSE, FENCE_OPEN
-from dexai_memory.fakeapi import (
+from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
+from dexai_memory.testing.fakeapi import (
     DEFAULT_COMPACTION_SUMMARY,
     FakeMessagesAPI,
     RecordedRequest,
@@ -81,7 +81,7 @@ from dexai_memory.fakeapi import (
     last_user_text,
     text_of,
 )
-from dexai_memory.harness import ClaudeRun, claude_version
+from dexai_memory.testing.harness import ClaudeRun, claude_version
 from dexai_memory.tokens import count_tokens
 
 NAME = "compaction"
@@ -410,20 +410,20 @@ def run_arm(scenario: Scenario, *, mode: str, tmp: Path, timeout: float = 180.0)
 async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMessagesAPI,
                    session_id: str | None) -> dict[str, Any]:
     """Where each planted fact stands in the store and, for every miss, which stage lost it."""
-    from dexai_memory.block import (
+    from dexai_memory.capture.gate import Gate
+    from dexai_memory.capture.queue import ExtractionQueue
+    from dexai_memory.config import load_settings
+    from dexai_memory.extraction.offline import OfflineExtractor
+    from dexai_memory.models import SearchFilters, Turn
+    from dexai_memory.providers import make_provider
+    from dexai_memory.recall.block import (
         BlockInputs,
         budgets_of,
         compose_block,
         gather_block_inputs,
         profile_of,
     )
-    from dexai_memory.config import load_settings
-    from dexai_memory.gate import Gate
-    from dexai_memory.models import SearchFilters, Turn
-    from dexai_memory.offline_extraction import OfflineExtractor
-    from dexai_memory.providers import make_provider
-    from dexai_memory.queue import ExtractionQueue
-    from dexai_memory.recall import FENCE_TOKENS
+    from dexai_memory.recall.ranking import FENCE_TOKENS
 
     settings = load_settings(home=home)
     facts = scenario.facts

@@ -13,7 +13,7 @@ heuristic gate at ``extraction.gate_threshold`` (a turn below it is never
 extracted), then the extractor, as a ``user`` turn with no speaker name (as
 the Claude Code hooks send it). Extractors: ``offline`` (always); with
 ``--haiku fake``, the Haiku extractor through the real ``anthropic`` client
-against :mod:`dexai_memory.fakeapi`, whose model echoes every turn as one note
+against :mod:`dexai_memory.testing.fakeapi`, whose model echoes every turn as one note
 (a plumbing check and a "store everything verbatim" baseline, not a model's
 quality); with ``--haiku real``, the configured Anthropic API (needs
 ``ANTHROPIC_API_KEY``; costs money; never run by the tests).
@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import BENCH_DIR, arg_parser, format_table, say, write_result
+from dexai_memory.capture.gate import Gate
 from dexai_memory.config import DEFAULT_GATE_THRESHOLD
 from dexai_memory.errors import ExtractionError
-from dexai_memory.extraction import Extractor
-from dexai_memory.gate import Gate
+from dexai_memory.extraction.haiku import Extractor
 from dexai_memory.models import ExtractedNote, Turn
 from dexai_memory.privacy import redact
 
@@ -230,7 +230,7 @@ def _note_json(note: ExtractedNote) -> dict[str, Any]:
 
 def _fake_echo_api() -> Any:
     """A started fake Messages API whose model records every turn to extract as one FACT note."""
-    from dexai_memory.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
+    from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
 
     line = re.compile(r"^\[(?P<id>[^\]]+)\] \w+(?: \([^)]*\))?: (?P<text>.*)$")
 
@@ -246,7 +246,7 @@ def _fake_echo_api() -> Any:
 
 
 async def _extractors(haiku: str | None) -> tuple[list[tuple[str, Extractor]], list[Any]]:
-    from dexai_memory.offline_extraction import OfflineExtractor
+    from dexai_memory.extraction.offline import OfflineExtractor
 
     found: list[tuple[str, Extractor]] = [("offline", OfflineExtractor())]
     closers: list[Any] = []
@@ -254,7 +254,7 @@ async def _extractors(haiku: str | None) -> tuple[list[tuple[str, Extractor]], l
         import anthropic
 
         from dexai_memory.config import load_settings
-        from dexai_memory.extraction import HaikuExtractor
+        from dexai_memory.extraction.haiku import HaikuExtractor
 
         model = load_settings().extraction.extraction_model
         if haiku == "fake":

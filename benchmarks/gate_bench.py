@@ -33,11 +33,11 @@ from benchmarks.common import (
     say,
     write_result,
 )
+from dexai_memory.capture.gate import Gate
 from dexai_memory.config import DEFAULT_GATE_THRESHOLD
 from dexai_memory.dates import parse_locomo_timestamp
-from dexai_memory.gate import Gate
+from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import Turn
-from dexai_memory.offline_extraction import OfflineExtractor
 
 NAME = "gate"
 RECENT = 6

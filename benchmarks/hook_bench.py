@@ -52,10 +52,10 @@ from benchmarks.common import (
 from benchmarks.search_bench import embedded_db
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import OnnxMiniLMEmbedder
-from dexai_memory.hook_ops import register_ipc_ops
+from dexai_memory.hooks.actions import register_ipc_ops
 from dexai_memory.ipc import IpcServer
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.recall import auto_recall, recall_block
+from dexai_memory.recall.ranking import auto_recall, recall_block
 
 NAME = "hooks"
 USER = "bench-user"

@@ -42,7 +42,7 @@ NAME = "ingest"
 
 
 def bench_enqueue(turns: Sequence[Any], tmp: Path, stdlib_sample: int) -> dict[str, Any]:
-    from dexai_memory.queue import ExtractionQueue, enqueue_turn
+    from dexai_memory.capture.queue import ExtractionQueue, enqueue_turn
 
     q = ExtractionQueue(tmp / "queue.db", max_queue_size=len(turns) + 1).open()
     times = []

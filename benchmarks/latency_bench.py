@@ -2,7 +2,7 @@
 
 Measures itself: **recall latency in-process** at 1k / 10k / 100k memories
 (one user; the databases of ``search_bench``, cached under ``.cache/``):
-``dexai_memory.recall.auto_recall`` on cold-start prompts (so it always
+``dexai_memory.recall.ranking.auto_recall`` on cold-start prompts (so it always
 searches: query embedding, hybrid search, ranking, block rendering), p50/p95.
 
 Collects: the ``summary`` of every other result in ``benchmarks/results/``
@@ -71,7 +71,7 @@ WANTED: list[tuple[str, str]] = [
 
 async def recall_latency(n: int, prompts: Sequence[str], *, quick: bool, tmp: Path) -> dict[str, Any]:
     """auto_recall latency on a cold start (always searches) over ``n`` synthetic memories."""
-    from dexai_memory.recall import auto_recall
+    from dexai_memory.recall.ranking import auto_recall
 
     embedder = OnnxMiniLMEmbedder()
     db, _ = await embedded_db(n, 7, embedder, use_cache=not quick, rebuild=False, tmp=tmp)

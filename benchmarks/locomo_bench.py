@@ -23,7 +23,7 @@ Methods (all at the same token budget):
     turns, no extraction, packed like the others;
 ``system``
     the full dexai pipeline: ingest through ``dexai_memory.pipeline`` then the
-    block ``dexai_memory.recall`` builds for the question (see
+    block ``dexai_memory.recall.ranking`` builds for the question (see
     :func:`run_system`). Reported as "not available" until both exist.
 ``system@5``
     the same ingest, the block capped at 5 memories as auto-recall caps it
@@ -355,7 +355,7 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
        through :meth:`dexai_memory.pipeline.Pipeline.ingest` (redaction, gate,
        offline extractor, supersession, L3 transcript archive) with its dia_id
        as turn id and its session date as timestamp;
-    2. for each question, the block :func:`dexai_memory.recall.recall_block`
+    2. for each question, the block :func:`dexai_memory.recall.ranking.recall_block`
        builds for it under ``budget`` tokens (budget mode; ``max_memories``
        caps the count as auto-recall does on a cold start). The retrieved ids
        are the ``source_ids`` of the memories in the block, in block order;
@@ -367,7 +367,7 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
     try:
         from dexai_memory.config import load_settings
         from dexai_memory.pipeline import Pipeline
-        from dexai_memory.recall import recall_block
+        from dexai_memory.recall.ranking import recall_block
     except ImportError as exc:
         raise SystemUnavailable(f"cannot import the pipeline or recall: {exc}") from exc
     home = tmp / f"{conv.conv_id}-system"

@@ -75,7 +75,7 @@ async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit
 
     daemon.ipc.register("daemon.shutdown", shutdown)
     try:
-        from dexai_memory.hook_ops import register_ipc_ops
+        from dexai_memory.hooks.actions import register_ipc_ops
 
         register_ipc_ops(daemon)  # hook.recall, hook.l1_block, ... for command hooks
         await daemon.start()

@@ -320,9 +320,9 @@ def facts(limit: int, ctx: Context) -> None:
     memories); the plugin's /dexai-memory:facts shows this. Without --project,
     the scope is the hooks' ($DEXAI_MEMORY_PROJECT, else every project).
     """
-    from dexai_memory.block import neutralise
-    from dexai_memory.hook_runtime import project_for
-    from dexai_memory.tools import facts_by_category
+    from dexai_memory.agent_tools import facts_by_category
+    from dexai_memory.hooks.command import project_for
+    from dexai_memory.recall.block import neutralise
 
     ctx.project = ctx.project or project_for({"cwd": os.getcwd()})
     groups = with_provider(ctx, lambda p: facts_by_category(p, user_id=ctx.user, project=ctx.project, limit=limit))

@@ -59,7 +59,7 @@ def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memor
 async def _recall(ctx: Context, items: list[dict[str, Any]], max_memories: int | None,
                   max_tokens: int | None) -> None:
     from dexai_memory.providers import make_provider
-    from dexai_memory.recall import recall_block
+    from dexai_memory.recall.ranking import recall_block
 
     async with make_provider(ctx.settings) as provider:
         embedder = getattr(provider, "embedder", None)

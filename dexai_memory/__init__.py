@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _LAZY: dict[str, str] = {
     # configuration
@@ -26,21 +26,23 @@ _LAZY: dict[str, str] = {
     "MemoryNotFound": "errors", "InvalidMemory": "errors", "ProviderError": "errors", "MissingExtra": "errors",
     "ExtractionError": "errors", "QueueError": "errors",
     # providers
-    "MemoryProvider": "providers.base", "make_provider": "providers", "NativeProvider": "providers.native",
+    "MemoryProvider": "providers.base", "make_provider": "providers", "NativeProvider": "providers.native.provider",
     # embeddings
     "Embedder": "embeddings", "make_embedder": "embeddings",
     # warm and cold path
-    "Gate": "gate", "Pipeline": "pipeline", "MemoryDaemon": "daemon",
+    "Gate": "capture.gate", "Pipeline": "pipeline", "MemoryDaemon": "daemon",
     # hot path
-    "auto_recall": "recall", "recall_block": "recall", "memory_hooks": "hooks",
-    "memory_mcp_server": "tools", "allowed_tools": "tools",
-    "create_with_memory": "compaction", "CompactingClient": "compaction",
+    "auto_recall": "recall.ranking", "recall_block": "recall.ranking", "memory_hooks": "hooks.sdk",
+    "memory_mcp_server": "agent_tools", "allowed_tools": "agent_tools",
+    "create_with_memory": "api_compaction", "CompactingClient": "api_compaction",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .compaction import CompactingClient, create_with_memory
+    from .agent_tools import allowed_tools, memory_mcp_server
+    from .api_compaction import CompactingClient, create_with_memory
+    from .capture.gate import Gate
     from .config import Settings, home_dir, load_settings
     from .daemon import MemoryDaemon
     from .embeddings import Embedder, make_embedder
@@ -56,8 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
         QueueError,
         StorageError,
     )
-    from .gate import Gate
-    from .hooks import memory_hooks
+    from .hooks.sdk import memory_hooks
     from .models import (
         Memory,
         MemoryType,
@@ -71,9 +72,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import Pipeline
     from .providers import make_provider
     from .providers.base import MemoryProvider
-    from .providers.native import NativeProvider
-    from .recall import auto_recall, recall_block
-    from .tools import allowed_tools, memory_mcp_server
+    from .providers.native.provider import NativeProvider
+    from .recall.ranking import auto_recall, recall_block
 
 
 def __getattr__(name: str) -> Any:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .capture.queue import QUEUE_FILENAME
 from .config import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Settings, tighten
 from .errors import StorageError
-from .queue import QUEUE_FILENAME
 
 logger = logging.getLogger(__name__)
 

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
-from .supersession import content_words
+from .supersession.rules import content_words
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .extraction import Summarizer
+    from .extraction.haiku import Summarizer
     from .providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)

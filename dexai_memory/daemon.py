@@ -44,20 +44,20 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from .capture.queue import ExtractionQueue, Job
 from .errors import DaemonError, DexaiMemoryError, QueueError
 from .ipc import IpcServer
 from .models import Turn, utcnow
 from .pipeline import RECENT_TURNS, Pipeline
-from .queue import ExtractionQueue, Job
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
     from apscheduler.triggers.base import BaseTrigger
 
+    from .capture.gate import Gate, GateResult
     from .config import ConsolidationConfig, Settings
     from .consolidation import Summarizer
-    from .extraction import Extractor
-    from .gate import Gate, GateResult
+    from .extraction.haiku import Extractor
     from .providers.base import MemoryProvider, UpdateClassifier
 
 logger = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class MemoryDaemon:
         if self._classifier is not None:
             provider.classifier = self._classifier
         elif provider.classifier is None:
-            from .extraction import make_classifier
+            from .extraction.haiku import make_classifier
 
             provider.classifier = make_classifier(self.settings)
         self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor)
@@ -373,7 +373,7 @@ class MemoryDaemon:
 
     def _summarizer_for_run(self) -> Summarizer:
         if self._summarizer is None:
-            from .extraction import make_summarizer
+            from .extraction.haiku import make_summarizer
 
             self._summarizer = make_summarizer(self.settings)
         return self._summarizer

@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import __version__
 from .config import Settings
+from .version import __version__
 
 logger = logging.getLogger("dexai_memory.daemon_control")
 

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .version import __version__
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Run as ``dexai mcp`` or ``python -m dexai_memory.mcp_server``; the plugin's
 ``.mcp.json`` starts it through ``hooks/dexai-hook mcp``. It serves
-:func:`dexai_memory.tools.build_mcp_server`, the same server (tool names,
+:func:`dexai_memory.agent_tools.build_mcp_server`, the same server (tool names,
 descriptions, input schemas, reply wording) the Agent SDK runs in process, so
 Claude Code sees ``remember``, ``recall`` and ``forget`` as
 ``mcp__plugin_dexai-memory_dexai-memory__<tool>``.
@@ -12,8 +12,8 @@ Claude Code sees ``remember``, ``recall`` and ``forget`` as
   ``$DEXAI_MEMORY_HOME`` and ``<home>/memory.yaml`` apply) are read and the
   configured provider is opened on the first tool call, then kept open.
 * **Same scope as the hooks.** The user is
-  :func:`dexai_memory.hook_runtime.user_id_for` (``$DEXAI_MEMORY_USER``, else
-  the login name) and the project :func:`~dexai_memory.hook_runtime.project_for`
+  :func:`dexai_memory.hooks.command.user_id_for` (``$DEXAI_MEMORY_USER``, else
+  the login name) and the project :func:`~dexai_memory.hooks.command.project_for`
   (``$DEXAI_MEMORY_PROJECT``, else all of the user's memories); the session is
   ``$CLAUDE_CODE_SESSION_ID`` when Claude Code sets it.
 * **Never crashes.** A bad argument, a broken configuration or a database that
@@ -36,9 +36,9 @@ import signal
 import sys
 from typing import Any
 
+from .agent_tools import MemoryTools, build_mcp_server
 from .config import ensure_home
 from .providers import MemoryProvider, make_provider
-from .tools import MemoryTools, build_mcp_server
 
 logger = logging.getLogger("dexai_memory.mcp_server")  # not __name__: "__main__" under -m
 
@@ -49,11 +49,11 @@ SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 
 
 class LazyMemoryTools(MemoryTools):
-    """:class:`~dexai_memory.tools.MemoryTools` that open the configured provider on first use.
+    """:class:`~dexai_memory.agent_tools.MemoryTools` that open the configured provider on first use.
 
     The settings are loaded and the provider started on the first tool call
     (concurrent first calls share one opening); a failure is raised to
-    :meth:`~dexai_memory.tools.MemoryTools.call`, which turns it into a tool
+    :meth:`~dexai_memory.agent_tools.MemoryTools.call`, which turns it into a tool
     error, and the next call tries again. :meth:`aclose` closes the provider.
     """
 
@@ -85,7 +85,7 @@ class LazyMemoryTools(MemoryTools):
 
 def tools_from_env() -> LazyMemoryTools:
     """The tools for this process: user, project and session exactly as the command hooks see them."""
-    from .hook_runtime import project_for, user_id_for
+    from .hooks.command import project_for, user_id_for
 
     payload: dict[str, Any] = {"cwd": os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(),
                                "session_id": os.environ.get(SESSION_ENV)}

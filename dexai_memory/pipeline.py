@@ -16,7 +16,7 @@
   and archives every raw turn in L3 as a TRANSCRIPT memory.
 
 Idempotency (why a replayed turn is not stored twice; see
-:mod:`dexai_memory.queue`): every note gets a deterministic id
+:mod:`dexai_memory.capture.queue`): every note gets a deterministic id
 (:func:`note_id`, from user, source turns and content) and is skipped if that
 id exists; a note the classifier would merge into a memory whose
 ``source_ids`` already hold all of the note's turns is skipped too.
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .candidates import CandidateIndex
 from .commitments import CommitmentStore, commitment_store
 from .embeddings import Embedder
 from .errors import InvalidMemory, MemoryNotFound
@@ -59,14 +58,15 @@ from .models import (
     as_utc,
     utcnow,
 )
-from .supersession import content_words, jaccard, resolve
+from .supersession.candidates import CandidateIndex
+from .supersession.rules import content_words, jaccard, resolve
 
 if TYPE_CHECKING:
+    from .capture.gate import Gate, GateResult
+    from .capture.queue import Job
     from .config import Settings
-    from .extraction import Extractor
-    from .gate import Gate, GateResult
+    from .extraction.haiku import Extractor
     from .providers.base import MemoryProvider
-    from .queue import Job
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def _caption(turn: Turn) -> str | None:
 def is_tool_turn(turn: Turn) -> bool:
     """Whether ``turn`` is a tool result (PostToolUse: role "tool", or a ``claude-code:tool-...`` /
     ``agent-sdk:tool-...`` source) rather than something the user or the assistant said."""
-    from .block import TOOL_SOURCES
+    from .recall.block import TOOL_SOURCES
 
     source = turn.metadata.get("source") if turn.metadata else None
     return turn.role == "tool" or (isinstance(source, str) and source.startswith(TOOL_SOURCES))
@@ -317,14 +317,14 @@ class Pipeline:
         #: Totals over every batch :meth:`handle` processed.
         self.totals = PipelineReport()
         #: Where :meth:`handle` journals extracted notes (job id -> notes) before storing them:
-        #: the queue's :meth:`~dexai_memory.queue.ExtractionQueue.save_notes`. None: no journal.
+        #: the queue's :meth:`~dexai_memory.capture.queue.ExtractionQueue.save_notes`. None: no journal.
         self.journal: Callable[[Mapping[int, Sequence[ExtractedNote]]], Awaitable[None]] | None = None
         install_embedding_cache(provider)
 
     @property
     def gate(self) -> Gate:
         if self._gate is None:
-            from .gate import Gate
+            from .capture.gate import Gate
 
             self._gate = Gate(self.settings.extraction.gate_threshold)
         return self._gate
@@ -332,7 +332,7 @@ class Pipeline:
     @property
     def extractor(self) -> Extractor:
         if self._extractor is None:
-            from .extraction import make_extractor
+            from .extraction.haiku import make_extractor
 
             self._extractor = make_extractor(self.settings)
         return self._extractor
@@ -342,7 +342,7 @@ class Pipeline:
         """Redact ``turn`` and score it. Returns (the redacted turn or None, the gate's verdict)."""
         clean = redact_turn(turn)
         if clean is None:
-            from .gate import GateResult
+            from .capture.gate import GateResult
 
             return None, GateResult(0.0, False, {})
         return clean, self.gate.score(clean.content, recent)
@@ -353,7 +353,7 @@ class Pipeline:
 
         Notes a job's earlier attempt journaled are reused; new extractions
         are journaled through :attr:`journal` (when set) before anything is
-        stored (see :mod:`dexai_memory.queue`, "Exactly once").
+        stored (see :mod:`dexai_memory.capture.queue`, "Exactly once").
         """
         ids = {j.key: j.id for j in jobs}
         saved = {j.key: j.notes for j in jobs if j.notes is not None}
@@ -406,7 +406,7 @@ class Pipeline:
 
         A note taken (even in part) from a tool result is marked ``metadata["origin"] = "tool"``
         (with ``metadata["tool"]``, the tool's name): it stays out of the profile and the other
-        always-on sections until the user confirms it (:func:`dexai_memory.block.always_on`).
+        always-on sections until the user confirms it (:func:`dexai_memory.recall.block.always_on`).
         A note taken only from the user's own turns is marked ``origin = "user"`` (a user's
         repeat of a tool memory confirms it).
         """
@@ -419,7 +419,7 @@ class Pipeline:
                                 created_at=max(stamps) if stamps else None)
         tools = [t for t in own if is_tool_turn(t)]
         if tools:
-            from .block import TOOL_ORIGIN
+            from .recall.block import TOOL_ORIGIN
 
             tool = next((str(t.metadata["tool"]) for t in tools if t.metadata and t.metadata.get("tool")), None)
             memory = memory.replace(metadata={**memory.metadata, "origin": TOOL_ORIGIN,
@@ -439,7 +439,7 @@ class Pipeline:
                      index: CandidateIndex | None = None) -> tuple[UpdateDecision, Memory | None]:
         """Supersession: the one decision for ``memory`` against its most similar valid memories
         (found by ``provider.search``, plus ``pending``: notes decided but not yet written; or,
-        with ``index``, by word overlap: see :mod:`dexai_memory.candidates`)."""
+        with ``index``, by word overlap: see :mod:`dexai_memory.supersession.candidates`)."""
         if not self.settings.supersession.enabled:
             return UpdateDecision(UpdateAction.ADD, None, "supersession disabled"), None
         top_k = self.settings.supersession.comparison_top_k
@@ -561,7 +561,7 @@ class Pipeline:
     # ------------------------------------------------------------------ ingest
     def _word_candidates(self) -> bool:
         """Whether ingest finds supersession candidates by word overlap (the offline classifier)."""
-        from .supersession import OfflineClassifier
+        from .supersession.rules import OfflineClassifier
 
         classifier = getattr(self.provider, "classifier", None)
         return classifier is None or isinstance(classifier, OfflineClassifier)

@@ -19,9 +19,9 @@ import asyncio
 import sys
 from pathlib import Path
 
+from dexai_memory.capture.queue import enqueue_turn
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.queue import enqueue_turn
 
 
 async def main(home: Path, role: str, n: int, busy_ms: int) -> None:

@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.models import ExtractedNote, Memory, MemoryType, Turn
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.queue import ExtractionQueue
 from tests.pipeline_fakes import EchoExtractor
 
 

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from dexai_memory.backup import create_backup, list_backups
+from dexai_memory.capture.queue import ExtractionQueue, enqueue_turn
 from dexai_memory.cli.main import cli
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.ipc import IpcServer
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.queue import ExtractionQueue, enqueue_turn
 
 
 @pytest.fixture(autouse=True)
@@ -122,7 +122,7 @@ async def test_restore_is_refused_while_a_daemon_answers_on_the_socket(isolated_
 
 async def test_daemon_runs_a_scheduled_backup(isolated_home: Path) -> None:
     from dexai_memory.daemon import MemoryDaemon
-    from dexai_memory.supersession import OfflineClassifier
+    from dexai_memory.supersession.rules import OfflineClassifier
     from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
 
     settings: Settings = load_settings()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dexai_memory.block import (
+from dexai_memory.models import Memory, MemoryType, utcnow
+from dexai_memory.recall.block import (
     FENCE_CLOSE,
     FENCE_OPEN,
     MAX_INJECTION_CHARS,
@@ -16,7 +17,6 @@ from dexai_memory.block import (
     neutralise,
     render_block,
 )
-from dexai_memory.models import Memory, MemoryType, utcnow
 from dexai_memory.tokens import count_tokens
 
 

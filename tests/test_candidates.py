@@ -1,4 +1,4 @@
-"""Word-overlap supersession candidates (:mod:`dexai_memory.candidates`) and their use by ingest."""
+"""Word-overlap supersession candidates (:mod:`dexai_memory.supersession.candidates`) and their use by ingest."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from dexai_memory.candidates import CandidateIndex
+from dexai_memory.capture.gate import Gate
 from dexai_memory.config import load_settings
-from dexai_memory.gate import Gate
 from dexai_memory.models import Memory, MemoryType, Turn
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.candidates import CandidateIndex
 from tests.pipeline_fakes import EchoExtractor
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from dexai_memory.compaction import (
+from dexai_memory.api_compaction import (
     API_MIN_TRIGGER_TOKENS,
     COMPACT_EDIT_TYPE,
     COMPACTION_BETA,
@@ -27,9 +27,9 @@ from dexai_memory.compaction import (
 )
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import Embedder
-from dexai_memory.fakeapi import FakeMessagesAPI, RecordedRequest, Reply
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.testing.fakeapi import FakeMessagesAPI, RecordedRequest, Reply
 
 U = "alice"
 MODEL = "claude-sonnet-4-6"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dexai_memory.capture.queue import QueueError, enqueue_turn
 from dexai_memory.errors import StorageError
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.queue import QueueError, enqueue_turn
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS, PER_HOOK, IMPORTED = 8, 12, 5000
@@ -61,7 +61,7 @@ async def test_a_write_locked_past_the_retry_window_fails_loudly(tmp_path: Path,
     enqueue_turn(queue, {"id": "t0", "user_id": "u", "content": "first"})
     holder = sqlite3.connect(queue, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    import dexai_memory.queue as q
+    import dexai_memory.capture.queue as q
 
     monkeypatch.setattr(q, "BUSY_RETRY_SECONDS", 0.2)
     try:

@@ -19,7 +19,7 @@ from dexai_memory.errors import DaemonError, DexaiMemoryError
 from dexai_memory.ipc import IpcServer, ipc_request
 from dexai_memory.models import Memory, Turn, utcnow
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.supersession import OfflineClassifier
+from dexai_memory.supersession.rules import OfflineClassifier
 from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
 
 

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from dexai_memory import __version__, daemon_control
+from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon_control import (
     DaemonLock,
@@ -30,9 +31,8 @@ from dexai_memory.daemon_control import (
     stop,
     wait_until_answering,
 )
-from dexai_memory.hook_runtime import run as run_hook
+from dexai_memory.hooks.command import run as run_hook
 from dexai_memory.ipc import ipc_request
-from dexai_memory.queue import ExtractionQueue
 
 
 @pytest.fixture

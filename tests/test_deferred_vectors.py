@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from dexai_memory.capture.gate import Gate
 from dexai_memory.cli.ingest import resolve_vectors
 from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
 from dexai_memory.daemon import MemoryDaemon
 from dexai_memory.embeddings import HashingEmbedder
-from dexai_memory.gate import Gate
 from dexai_memory.models import Memory, SearchFilters, Turn
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.supersession import OfflineClassifier
+from dexai_memory.supersession.rules import OfflineClassifier
 from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
 
 TEXTS = ["Caroline went to a support group", "Melanie paints sunsets over the lake",

@@ -12,7 +12,7 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.errors import ConfigError, ExtractionError
-from dexai_memory.extraction import (
+from dexai_memory.extraction.haiku import (
     HaikuClassifier,
     HaikuExtractor,
     HaikuSummarizer,
@@ -21,10 +21,10 @@ from dexai_memory.extraction import (
     make_extractor,
     make_summarizer,
 )
-from dexai_memory.fakeapi import FakeMessagesAPI, Reply, ToolUse, text_of
+from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import Memory, MemoryType, Turn, UpdateAction
-from dexai_memory.offline_extraction import OfflineExtractor
-from dexai_memory.supersession import OfflineClassifier
+from dexai_memory.supersession.rules import OfflineClassifier
+from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, text_of
 
 MODEL = "claude-haiku-4-5-20251001"
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -259,6 +259,6 @@ def test_importing_extraction_does_not_import_anthropic() -> None:
     import subprocess
     import sys
 
-    code = "import sys, dexai_memory.extraction, dexai_memory.offline_extraction; print('anthropic' in sys.modules)"
+    code = "import sys, dexai_memory.extraction.haiku, dexai_memory.extraction.offline; print('anthropic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import MemoryType, Turn
-from dexai_memory.offline_extraction import OfflineExtractor
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # "1:56 pm on 8 May, 2023", a Monday
 
@@ -160,8 +160,8 @@ def test_inline_image_caption_of_the_locomo_loader_becomes_a_shared_photo_note()
     """``benchmarks.locomo`` writes captions into the text as "[image: ...]": a photo note, not "X said [image ...]"."""
     from datetime import UTC, datetime
 
+    from dexai_memory.extraction.offline import OfflineExtractor
     from dexai_memory.models import Turn
-    from dexai_memory.offline_extraction import OfflineExtractor
 
     turn = Turn(id="D1:1", user_id="u", content="Take a look at this. [image: a photo of a painting of a sunset]",
                 role="user", speaker="Melanie", timestamp=datetime(2023, 5, 8, tzinfo=UTC))

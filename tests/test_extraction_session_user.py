@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dexai_memory.models import MemoryType, Turn
-from dexai_memory.offline_extraction import (
+from dexai_memory.extraction.offline import (
     DECISION_IMPORTANCE,
     WARNING_IMPORTANCE,
     OfflineExtractor,
 )
+from dexai_memory.models import MemoryType, Turn
 
 TS = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 

@@ -6,9 +6,16 @@ import sys
 
 import pytest
 
+from dexai_memory.capture.gate import (
+    WEIGHTS,
+    Gate,
+    is_filler,
+    load_ner,
+    regex_entities,
+    spacy_available,
+)
 from dexai_memory.config import load_settings
 from dexai_memory.errors import MissingExtra
-from dexai_memory.gate import WEIGHTS, Gate, is_filler, load_ner, regex_entities, spacy_available
 
 SIGNAL_CASES = [
     pytest.param("commitment", "I'll send the report to the team", id="commitment-ill"),
@@ -159,7 +166,7 @@ def test_ner_callable_adds_entities() -> None:
 def test_importing_gate_does_not_import_spacy() -> None:
     import subprocess
 
-    code = "import sys, dexai_memory.gate; print('spacy' in sys.modules)"
+    code = "import sys, dexai_memory.capture.gate; print('spacy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from dexai_memory.fakeapi import (
+from dexai_memory.testing.fakeapi import (
     DEFAULT_COMPACTION_SUMMARY,
     FakeMessagesAPI,
     RecordedRequest,
@@ -26,7 +26,7 @@ from dexai_memory.fakeapi import (
     is_compaction_prompt,
     text_of,
 )
-from dexai_memory.harness import (
+from dexai_memory.testing.harness import (
     ClaudeBinaryNotFound,
     ClaudeRun,
     ClaudeTimeout,

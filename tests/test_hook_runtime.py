@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from dexai_memory import hook_runtime as rt
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hook_ops import register_ipc_ops
+from dexai_memory.hooks import command as rt
+from dexai_memory.hooks.actions import register_ipc_ops
 from dexai_memory.ipc import IpcServer
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
@@ -155,7 +155,7 @@ def test_hook_process_imports_no_heavy_module(home: Path, tmp_path: Path) -> Non
     extraction pipeline (they extract the queue inline)."""
     code = (
         "import io, json, sys\n"
-        "from dexai_memory.hook_runtime import run\n"
+        "from dexai_memory.hooks.command import run\n"
         "for ev, p in [('session-start', {'source': 'startup'}), ('user-prompt-submit', {'prompt': 'deploy hint'}),"
         " ('post-tool-use', {'tool_name': 'Bash', 'tool_response': 'Deployed to staging for Sarah tomorrow'}),"
         " ('stop', {'last_assistant_message': 'I will remember you prefer tea'}), ('post-compact', {})]:\n"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from claude_agent_sdk import HookMatcher
 
-from dexai_memory import hook_runtime as rt
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hooks import memory_hooks
+from dexai_memory.hooks import command as rt
+from dexai_memory.hooks.sdk import memory_hooks
 from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
 
@@ -141,7 +141,7 @@ async def test_with_a_running_daemon(tmp_path: Path) -> None:
     import tempfile
 
     from dexai_memory.daemon import MemoryDaemon
-    from dexai_memory.hook_ops import register_ipc_ops
+    from dexai_memory.hooks.actions import register_ipc_ops
 
     home = Path(tempfile.mkdtemp(prefix="dxd"))  # Unix socket paths must stay short
     settings = load_settings(home=home)

@@ -17,8 +17,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dexai_memory import hook_runtime as rt
-from dexai_memory.block import (
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.extraction.offline import OfflineExtractor
+from dexai_memory.hooks import command as rt
+from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, Turn
+from dexai_memory.pipeline import Pipeline, transcript_memory
+from dexai_memory.providers.native import NativeProvider
+from dexai_memory.recall.block import (
     FENCE_CLOSE,
     FENCE_OPEN,
     BlockInputs,
@@ -29,13 +34,8 @@ from dexai_memory.block import (
     neutralise,
     profile_of,
 )
-from dexai_memory.config import Settings, load_settings
-from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, Turn
-from dexai_memory.offline_extraction import OfflineExtractor
-from dexai_memory.pipeline import Pipeline, transcript_memory
-from dexai_memory.providers.native import NativeProvider
-from dexai_memory.recall import auto_recall, l1_block, recall_block
-from dexai_memory.reinjection import ReinjectionInputs, fill_block
+from dexai_memory.recall.ranking import auto_recall, l1_block, recall_block
+from dexai_memory.recall.reinjection import ReinjectionInputs, fill_block
 
 # --------------------------------------------------------------------------- what the model reads
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from dexai_memory.agent_tools import TOOL_NAMES, remember
 from dexai_memory.cli.main import cli
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.tools import TOOL_NAMES, remember
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = REPO / "hooks" / "dexai-hook"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from dexai_memory.embeddings import Embedder
-from dexai_memory.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
-from dexai_memory.harness import ClaudeRun, validate_plugin
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
+from dexai_memory.testing.harness import ClaudeRun, validate_plugin
 
 pytestmark = pytest.mark.e2e
 

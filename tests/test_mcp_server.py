@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from dexai_memory.agent_tools import TOOL_SPECS
 from dexai_memory.embeddings import Embedder
 from dexai_memory.errors import MemoryNotFound
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.tools import TOOL_SPECS
 
 U = "alice"
 SERVER_MODULE = ["-m", "dexai_memory.mcp_server"]

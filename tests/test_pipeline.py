@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.commitments import MemoryCommitmentStore, NativeCommitmentStore, commitment_store
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.errors import InvalidMemory
@@ -23,7 +24,6 @@ from dexai_memory.models import (
 )
 from dexai_memory.pipeline import Pipeline, PipelineReport, read_turns_jsonl, transcript_id
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.queue import ExtractionQueue
 from tests.pipeline_fakes import EchoExtractor, Extractor
 
 
@@ -235,7 +235,7 @@ def test_bad_jsonl_line_names_the_line(tmp_path: Path, line: str, message: str) 
 
 
 async def test_ingest_supersedes_and_dedupes_within_one_chunk(provider: NativeProvider, settings: Settings) -> None:
-    from dexai_memory.gate import Gate
+    from dexai_memory.capture.gate import Gate
 
     pipeline = Pipeline(provider, settings, extractor=EchoExtractor(), gate=Gate(0.0))  # extract every turn
     turns = [Turn(id=f"x{i}", user_id="u", content=c) for i, c in enumerate([

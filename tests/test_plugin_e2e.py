@@ -15,19 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from dexai_memory.block import FENCE_CLOSE, FENCE_OPEN
 from dexai_memory.config import load_settings
 from dexai_memory.embeddings import Embedder
-from dexai_memory.fakeapi import (
+from dexai_memory.models import Memory, MemoryType
+from dexai_memory.providers.native import NativeProvider
+from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
+from dexai_memory.testing.fakeapi import (
     FakeMessagesAPI,
     RecordedRequest,
     Reply,
     is_compaction_prompt,
     text_of,
 )
-from dexai_memory.harness import ClaudeRun, build_env, claude_binary, validate_plugin
-from dexai_memory.models import Memory, MemoryType
-from dexai_memory.providers.native import NativeProvider
+from dexai_memory.testing.harness import ClaudeRun, build_env, claude_binary, validate_plugin
 
 pytestmark = pytest.mark.e2e
 
@@ -151,7 +151,7 @@ async def test_sdk_callbacks_manual_compaction(tmp_path: Path, api: FakeMessages
                                                embedder: Embedder) -> None:
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
-    from dexai_memory.hooks import memory_hooks
+    from dexai_memory.hooks.sdk import memory_hooks
 
     settings = load_settings(home=home)
     (tmp_path / "project").mkdir()

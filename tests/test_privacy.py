@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import Turn
-from dexai_memory.offline_extraction import OfflineExtractor
 from dexai_memory.privacy import REDACTED, contains_secret, redact
 
 SECRETS = [

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from dexai_memory.capture.queue import ExtractionQueue, Job, enqueue_turn
 from dexai_memory.errors import QueueError
 from dexai_memory.models import Memory, SearchFilters, Turn
-from dexai_memory.queue import ExtractionQueue, Job, enqueue_turn
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -68,7 +68,7 @@ async def test_enqueue_batches_and_idempotent_key(tmp_path: Path) -> None:
 
 async def test_spill_keeps_every_turn(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     q = make_queue(tmp_path, max_queue_size=2, overflow_policy="spill")
-    with caplog.at_level(logging.WARNING, logger="dexai_memory.queue"):
+    with caplog.at_level(logging.WARNING, logger="dexai_memory.capture.queue"):
         for i in range(6):
             assert q.enqueue(turn(i))
     s = q.stats()
@@ -85,7 +85,7 @@ async def test_reject_policy_raises_and_stores_nothing(tmp_path: Path, caplog: p
     q = make_queue(tmp_path, max_queue_size=2, overflow_policy="reject")
     q.enqueue(turn(1))
     q.enqueue(turn(2))
-    with caplog.at_level(logging.WARNING, logger="dexai_memory.queue"), pytest.raises(QueueError, match="full"):
+    with caplog.at_level(logging.WARNING, logger="dexai_memory.capture.queue"), pytest.raises(QueueError, match="full"):
         q.enqueue(turn(3))
     assert any("rejected" in r.getMessage() for r in caplog.records)
     assert q.pending_count() == 2
@@ -198,7 +198,7 @@ def test_enqueue_from_plain_stdlib_process(tmp_path: Path) -> None:
     db = tmp_path / "queue.db"
     code = (
         "import sys, json\n"
-        "from dexai_memory.queue import enqueue_turn\n"
+        "from dexai_memory.capture.queue import enqueue_turn\n"
         f"ok = enqueue_turn({str(db)!r}, {{'id': 'H1', 'user_id': 'u', 'content': 'I moved to Lisbon', "
         "'session_id': 's'}, context=['earlier'])\n"
         "again = enqueue_turn(" + repr(str(db)) + ", {'id': 'H1', 'user_id': 'u', 'content': 'x'})\n"

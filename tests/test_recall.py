@@ -12,7 +12,7 @@ from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType, SearchResult, utcnow
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.recall import (
+from dexai_memory.recall.ranking import (
     VisibleContext,
     auto_recall,
     content_terms,

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dexai_memory.block import memory_line
 from dexai_memory.config import SearchConfig, Settings, load_settings
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType, SearchFilters, SearchResult, Tier
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.recall import rank, recall_block, select
+from dexai_memory.recall.block import memory_line
+from dexai_memory.recall.ranking import rank, recall_block, select
 
 
 @pytest.fixture

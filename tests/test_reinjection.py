@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from dexai_memory import hook_runtime as rt
-from dexai_memory.block import FENCE_CLOSE, FENCE_OPEN, MAX_INJECTION_CHARS, SECTION_TITLES
 from dexai_memory.config import Settings, load_settings
+from dexai_memory.hooks import command as rt
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.recall import auto_recall, l1_block
-from dexai_memory.reinjection import (
+from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN, MAX_INJECTION_CHARS, SECTION_TITLES
+from dexai_memory.recall.ranking import auto_recall, l1_block
+from dexai_memory.recall.reinjection import (
     HIGH_IMPORTANCE,
     ReinjectionInputs,
     by_importance,

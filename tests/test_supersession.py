@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from dexai_memory.agent_tools import RememberStatus, remember
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.models import Memory, SearchFilters, Turn, UpdateAction, UpdateDecision
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.supersession import (
+from dexai_memory.supersession.rules import (
     OfflineClassifier,
     protect_pinned,
     same_slot,
     subject_attribute,
 )
-from dexai_memory.tools import RememberStatus, remember
 from tests.pipeline_fakes import EchoExtractor
 
 S, A, U, N = UpdateAction.SUPERSEDE, UpdateAction.ADD, UpdateAction.UPDATE, UpdateAction.NOOP

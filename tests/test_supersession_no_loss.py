@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dexai_memory.config import Settings, load_settings
+from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import (
     Memory,
     MemoryType,
@@ -25,11 +26,10 @@ from dexai_memory.models import (
     UpdateAction,
     UpdateDecision,
 )
-from dexai_memory.offline_extraction import OfflineExtractor
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.base import UpdateClassifier
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.supersession import OfflineClassifier, guard_meaning, key_tokens
+from dexai_memory.supersession.rules import OfflineClassifier, guard_meaning, key_tokens
 
 S, A, U, N = UpdateAction.SUPERSEDE, UpdateAction.ADD, UpdateAction.UPDATE, UpdateAction.NOOP
 

@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dexai_memory.embeddings import Embedder
-from dexai_memory.errors import InvalidMemory, MemoryNotFound
-from dexai_memory.models import MemoryType, SearchFilters
-from dexai_memory.providers.native import NativeProvider
-from dexai_memory.tools import (
+from dexai_memory.agent_tools import (
     ALLOWED_TOOLS,
     ForgetStatus,
     MemoryTools,
@@ -23,6 +19,10 @@ from dexai_memory.tools import (
     recall,
     remember,
 )
+from dexai_memory.embeddings import Embedder
+from dexai_memory.errors import InvalidMemory, MemoryNotFound
+from dexai_memory.models import MemoryType, SearchFilters
+from dexai_memory.providers.native import NativeProvider
 
 U = "alice"
 

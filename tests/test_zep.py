@@ -14,9 +14,9 @@ if importlib.util.find_spec("zep_cloud") is None:
 
 from dexai_memory.embeddings import Embedder  # noqa: E402
 from dexai_memory.errors import MissingExtra, ProviderError, ProviderUnavailable  # noqa: E402
-from dexai_memory.fakezep import FakeZepServer  # noqa: E402
 from dexai_memory.models import Memory, utcnow  # noqa: E402
 from dexai_memory.providers.zep import ZepProvider  # noqa: E402
+from dexai_memory.testing.fakezep import FakeZepServer  # noqa: E402
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ def make_provider(settings: Settings, *, failover: bool | None = None) -> Memory
     optional SDK raises :class:`~dexai_memory.errors.MissingExtra` here.
     """
     name = settings.storage.provider
-    from .native import NativeProvider
+    from .native.provider import NativeProvider
 
     if name == "native":
         return NativeProvider.from_settings(settings)

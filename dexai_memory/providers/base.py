@@ -241,15 +241,15 @@ class MemoryProvider(abc.ABC):
     async def classify_update(self, new_fact: str, existing: Sequence[Memory]) -> builtins.list[UpdateDecision]:
         """Classify ``new_fact`` against ``existing`` with :attr:`classifier`.
 
-        Uses the offline classifier of :mod:`dexai_memory.supersession` when no
+        Uses the offline classifier of :mod:`dexai_memory.supersession.rules` when no
         classifier was set (the daemon sets the Haiku one when a key exists).
         A NOOP that would drop a name, number or date of ``new_fact`` comes
         back as ADD, an UPDATE that would drop one of the memory's as
-        SUPERSEDE (:func:`dexai_memory.supersession.guard_meaning`); a
+        SUPERSEDE (:func:`dexai_memory.supersession.rules.guard_meaning`); a
         SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
-        (:func:`dexai_memory.supersession.protect_pinned`).
+        (:func:`dexai_memory.supersession.rules.protect_pinned`).
         """
-        from ..supersession import OfflineClassifier, guard_meaning, protect_pinned
+        from ..supersession.rules import OfflineClassifier, guard_meaning, protect_pinned
 
         classifier = self.classifier
         if classifier is None:
@@ -269,16 +269,16 @@ class MemoryProvider(abc.ABC):
         :meth:`classify_update`, an UPDATE that would drop a name, number or
         date of the memory is carried out as SUPERSEDE (the old memory stays
         in history) and a NOOP that would drop one of the note's as ADD
-        (:func:`dexai_memory.supersession.guard_meaning`).
+        (:func:`dexai_memory.supersession.rules.guard_meaning`).
 
         A note from tool output (``metadata["origin"] == "tool"``) never
         rewrites or replaces a memory that did not come from a tool: it is
         added next to it. A user's note (``origin == "user"``) that repeats or
         refines a tool's memory marks it ``confirmed_by_user`` (it may then
-        enter the profile: :func:`dexai_memory.block.always_on`).
+        enter the profile: :func:`dexai_memory.recall.block.always_on`).
         """
-        from ..block import is_tool_origin
-        from ..supersession import guard_meaning
+        from ..recall.block import is_tool_origin
+        from ..supersession.rules import guard_meaning
 
         uid = note.user_id
         now = utcnow()
@@ -385,7 +385,7 @@ class MemoryProvider(abc.ABC):
                                   *, project: str | None = None) -> str:
         """A condensed memory block for L1 injection (profile, relevant memories,
         commitments, session state), fenced as data, within ``max_tokens``."""
-        from ..block import build_block
+        from ..recall.block import build_block
 
         return await build_block(self, user_id=user_id, query=current_query, max_tokens=max_tokens,
                                  project=project)

@@ -80,7 +80,7 @@ to overwrite a pinned memory as a last guard. NOOP (a repeat of the pinned
 statement) stays NOOP: it only counts a mention.
 
 The Haiku classifier (used when an API key is set) lives in
-:mod:`dexai_memory.extraction` and implements the same
+:mod:`dexai_memory.extraction.haiku` and implements the same
 :class:`~dexai_memory.providers.base.UpdateClassifier` interface.
 """
 
@@ -89,8 +89,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence, Set
 
-from .models import Memory, UpdateAction, UpdateDecision
-from .providers.base import UpdateClassifier
+from ..models import Memory, UpdateAction, UpdateDecision
+from ..providers.base import UpdateClassifier
 
 _WORD = re.compile(r"[a-z0-9']+")
 _FILLER = frozenset("a an the is are was were be been am to of in on at for and or but now also still really very "

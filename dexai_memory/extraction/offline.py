@@ -70,11 +70,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, time
 
-from .dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
-from .extraction import Extractor
-from .gate import Gate, is_filler, regex_entities
-from .models import Commitment, ExtractedNote, MemoryType, Turn
-from .privacy import redact
+from ..capture.gate import Gate, is_filler, regex_entities
+from ..dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
+from ..models import Commitment, ExtractedNote, MemoryType, Turn
+from ..privacy import redact
+from .haiku import Extractor
 
 __all__ = ["OfflineExtractor"]
 

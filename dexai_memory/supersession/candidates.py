@@ -9,7 +9,7 @@ question from an inverted index of the user's current notes, kept up to date
 as ingest adds, merges and supersedes them.
 
 It is built for the offline classifier
-(:class:`~dexai_memory.supersession.OfflineClassifier`), whose rules are all
+(:class:`~dexai_memory.supersession.rules.OfflineClassifier`), whose rules are all
 about shared words: repeats and refinements share most of their content
 words, a superseding note has the same subject and attribute ("moved to" and
 "moved from X to" share the "lives in" slot), and an explicit change names
@@ -19,7 +19,7 @@ the classifier's decision; the index only finds them.
 So the candidates of a note are
 
 * every memory with the same (subject, attribute) slot
-  (:func:`~dexai_memory.supersession.subject_attribute`), and
+  (:func:`~dexai_memory.supersession.rules.subject_attribute`), and
 * the memories sharing an informative word with it (a word in at most
   :attr:`CandidateIndex.common_fraction` of the notes; the names that appear
   everywhere are skipped as probes but still count in the overlap),
@@ -35,8 +35,8 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Set
 
-from .models import Memory, MemoryType
-from .supersession import content_words, jaccard, subject_attribute
+from ..models import Memory, MemoryType
+from .rules import content_words, jaccard, subject_attribute
 
 #: Types that never take part in supersession (raw turns, task snapshots).
 EXCLUDED_TYPES = frozenset({MemoryType.TRANSCRIPT, MemoryType.SNAPSHOT})

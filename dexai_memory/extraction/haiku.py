@@ -3,7 +3,7 @@
 :class:`Extractor` is the interface the queue worker calls. Two
 implementations exist: :class:`HaikuExtractor` (Claude Haiku through the
 official ``anthropic`` client, structured output via a ``record_memories``
-tool) and :class:`~dexai_memory.offline_extraction.OfflineExtractor`
+tool) and :class:`~dexai_memory.extraction.offline.OfflineExtractor`
 (rules, no model). :func:`make_extractor` picks one from the settings.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .dates import format_day, resolve
-from .errors import ConfigError, ExtractionError, InvalidMemory
-from .models import (
+from ..dates import format_day, resolve
+from ..errors import ConfigError, ExtractionError, InvalidMemory
+from ..models import (
     Commitment,
     ExtractedNote,
     Memory,
@@ -29,13 +29,13 @@ from .models import (
     UpdateAction,
     UpdateDecision,
 )
-from .privacy import REDACTED, redact
-from .providers.base import UpdateClassifier
+from ..privacy import REDACTED, redact
+from ..providers.base import UpdateClassifier
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-    from .config import Settings
+    from ..config import Settings
 
 __all__ = [
     "Extractor", "HaikuClassifier", "HaikuExtractor", "HaikuSummarizer", "OfflineSummarizer", "Summarizer",
@@ -592,7 +592,7 @@ def make_extractor(settings: Settings, *, client: AsyncAnthropic | None = None) 
     """Haiku when configured (see :func:`use_haiku`), the offline extractor otherwise."""
     if client is not None or use_haiku(settings):
         return HaikuExtractor(client or make_client(settings), settings.extraction.extraction_model)
-    from .offline_extraction import OfflineExtractor
+    from .offline import OfflineExtractor
 
     return OfflineExtractor()
 
@@ -601,7 +601,7 @@ def make_classifier(settings: Settings, *, client: AsyncAnthropic | None = None)
     """:class:`HaikuClassifier` when configured, else the offline classifier."""
     if client is not None or use_haiku(settings):
         return HaikuClassifier(client or make_client(settings), settings.supersession.classification_model)
-    from .supersession import OfflineClassifier
+    from ..supersession.rules import OfflineClassifier
 
     return OfflineClassifier()
 

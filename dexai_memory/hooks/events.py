@@ -1,7 +1,7 @@
 """The hook events, written once for every front end.
 
-Claude Code command hooks (:mod:`dexai_memory.hook_runtime`, a new process per
-event) and Claude Agent SDK callbacks (:mod:`dexai_memory.hooks`, in process)
+Claude Code command hooks (:mod:`dexai_memory.hooks.command`, a new process per
+event) and Claude Agent SDK callbacks (:mod:`dexai_memory.hooks.sdk`, in process)
 both call :func:`handle`. What differs between them is only *where the memory
 work goes*, a :class:`HookBackend`:
 
@@ -46,8 +46,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .config import Settings
-from .hook_state import (
+from ..config import Settings
+from ..models import utcnow
+from .state import (
     EVENTS,
     MAX_TOOL_TEXT,
     _safe,
@@ -69,9 +70,8 @@ from .hook_state import (
     snapshot_text,
     turn_id,
 )
-from .models import utcnow
 
-logger = logging.getLogger("dexai_memory.hook_events")
+logger = logging.getLogger("dexai_memory.hooks.events")
 
 
 class Block(NamedTuple):
@@ -118,7 +118,7 @@ class HookBackend(abc.ABC):
 class HookContext(NamedTuple):  # NamedTuples: a dataclass costs ~1 ms to define in every hook process
     """One front end's settings, backend and identity. ``project`` scopes recall (None: all of
     the user's memories); captured turns are stored under ``project`` or, when it is None,
-    :func:`~dexai_memory.hook_state.project_key` of the session's directory."""
+    :func:`~dexai_memory.hooks.state.project_key` of the session's directory."""
 
     settings: Settings
     backend: HookBackend
@@ -140,7 +140,7 @@ def context_output(event: str, text: str) -> dict[str, Any]:
 def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
     """The relevant section's query after compaction: the last user prompts kept in the
     compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
-    from .reinjection import recall_query
+    from ..recall.reinjection import recall_query
 
     prompts = [str(p) for p in marker.get("recent_prompts") or []] \
         or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
@@ -188,8 +188,8 @@ def on_session_start(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
 
 
 def on_user_prompt(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
-    from .privacy import redact
-    from .triggers import ReflectionHints
+    from ..privacy import redact
+    from ..triggers import ReflectionHints
 
     settings, sid = ctx.settings, payload.get("session_id")
     prompt = str(payload.get("prompt") or "")
@@ -218,8 +218,8 @@ def on_user_prompt(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
 
 def on_pre_compact(ctx: HookContext, payload: dict[str, Any]) -> str:
     """Checkpoint before compaction; returns the compaction instructions (plain text)."""
-    from .hook_state import write_marker
-    from .privacy import redact
+    from ..privacy import redact
+    from .state import write_marker
 
     settings, sid = ctx.settings, payload.get("session_id")
     messages = read_transcript(payload.get("transcript_path"))
@@ -296,7 +296,7 @@ def on_session_end(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle(event: str, payload: dict[str, Any], ctx: HookContext) -> dict[str, Any] | str:
-    """Run one hook ``event`` (a key of :data:`~dexai_memory.hook_state.EVENTS`). Returns the
+    """Run one hook ``event`` (a key of :data:`~dexai_memory.hooks.state.EVENTS`). Returns the
     JSON object to answer (or, for pre-compact, the plain-text compaction instructions)."""
     if not payload.get("session_id"):
         # state files are per session: without an id, keep one user's state from another's

@@ -77,12 +77,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import PRIVATE_DIR_MODE, private_file
-from .errors import DexaiMemoryError, QueueError
-from .models import ExtractedNote, Turn
+from ..config import PRIVATE_DIR_MODE, private_file
+from ..errors import DexaiMemoryError, QueueError
+from ..models import ExtractedNote, Turn
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -29,11 +29,10 @@ from typing import Any
 import aiosqlite
 import numpy as np
 
-from .. import migrations
-from ..config import PRIVATE_DIR_MODE, SearchConfig, Settings, private_file
-from ..embeddings import Embedder, make_embedder
-from ..errors import DatabaseCorrupt, InvalidMemory, MemoryNotFound, MigrationError, StorageError
-from ..models import (
+from ...config import PRIVATE_DIR_MODE, SearchConfig, Settings, private_file
+from ...embeddings import Embedder, make_embedder
+from ...errors import DatabaseCorrupt, InvalidMemory, MemoryNotFound, MigrationError, StorageError
+from ...models import (
     HealthStatus,
     Memory,
     MemoryEvent,
@@ -42,8 +41,9 @@ from ..models import (
     SearchResult,
     utcnow,
 )
-from ..vector_index import VectorIndex
-from .base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
+from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
+from . import migrations
+from .vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class NativeProvider(MemoryProvider):
                  search: SearchConfig | None = None, busy_timeout_ms: int = 5000, vector_index: bool = True,
                  busy_retry_seconds: float = DEFAULT_BUSY_RETRY_SECONDS):
         super().__init__()
-        #: Serve vector KNN from an in-memory mirror of vec0 (see :mod:`dexai_memory.vector_index`).
+        #: Serve vector KNN from an in-memory mirror of vec0 (see :mod:`dexai_memory.providers.native.vectors`).
         self.use_vector_index = vector_index
         self._index: VectorIndex | None = None
         self.path = Path(path)

@@ -3,7 +3,7 @@
 Compaction throws the conversation away; what the model should keep knowing
 comes back in one ``<dexai-memory>`` block (SessionStart ``compact``, the
 marker re-injection on the next prompt, and the server-side compaction loop of
-:mod:`dexai_memory.compaction`). Unlike the per-prompt auto-recall (at most
+:mod:`dexai_memory.api_compaction`). Unlike the per-prompt auto-recall (at most
 ``auto_recall.max_memories`` memories for one prompt), this block is filled up
 to ``auto_recall.max_tokens`` (800) in this order:
 
@@ -25,18 +25,18 @@ to ``auto_recall.max_tokens`` (800) in this order:
 Memories taken from tool output (web pages, files: ``metadata["origin"] ==
 "tool"``) are only re-injected through the relevant section, marked as tool
 output, unless the user confirmed them (pinned, or stated them again):
-:func:`~dexai_memory.block.always_on`.
+:func:`~dexai_memory.recall.block.always_on`.
 
 A memory is taken when its line still fits the budget (a long line is
 skipped and a shorter later one may still fit); near-duplicates of a memory
 already taken (a pinned statement and its extracted copy) are skipped. The
-layout is the usual one (:mod:`dexai_memory.block`): Profile (pinned,
+layout is the usual one (:mod:`dexai_memory.recall.block`): Profile (pinned,
 L1 and high-importance memories), Relevant, Coming up (commitments, framed
 forward), Session state, fenced, neutralised and under
-:data:`~dexai_memory.block.MAX_INJECTION_CHARS`.
+:data:`~dexai_memory.recall.block.MAX_INJECTION_CHARS`.
 
 Stdlib-only (models, tokens, block, recall): the command hooks' no-daemon
-fallback (:mod:`dexai_memory.hook_runtime`) gathers the same inputs with
+fallback (:mod:`dexai_memory.hooks.command`) gathers the same inputs with
 ``sqlite3`` and calls the same :func:`fill_block`.
 """
 
@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..models import Memory, MemoryType, SearchFilters, SearchResult, Tier, utcnow
+from ..tokens import count_tokens, truncate_to_tokens
 from .block import (
     FENCE_CLOSE,
     FENCE_OPEN,
@@ -61,13 +63,11 @@ from .block import (
     display_text,
     memory_line,
 )
-from .models import Memory, MemoryType, SearchFilters, SearchResult, Tier, utcnow
-from .recall import DEFAULT_POOL, VisibleContext, content_terms, rank
-from .tokens import count_tokens, truncate_to_tokens
+from .ranking import DEFAULT_POOL, VisibleContext, content_terms, rank
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .providers.base import MemoryProvider
+    from ..config import Settings
+    from ..providers.base import MemoryProvider
 
 #: Importance from which a durable memory is always re-injected after compaction.
 HIGH_IMPORTANCE = 7

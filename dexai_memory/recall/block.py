@@ -24,7 +24,7 @@ back by relevance, marked "(from tool output ...)" (:func:`display_text`). Every
 Token counts use :func:`dexai_memory.tokens.count_tokens` (the one counter).
 
 This module is stdlib-only (models + tokens): the command-hook fast path
-(:mod:`dexai_memory.hook_runtime`) renders blocks with it without loading numpy
+(:mod:`dexai_memory.hooks.command`) renders blocks with it without loading numpy
 or SQLite extensions. :func:`compose_block` formats already chosen memories and
 reports exactly which ones made it in; :func:`gather_block_inputs` fetches them
 from a provider.
@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .models import Memory, MemoryType, SearchFilters, Tier, as_utc, utcnow
-from .tokens import count_tokens, truncate_to_tokens
+from ..models import Memory, MemoryType, SearchFilters, Tier, as_utc, utcnow
+from ..tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
-    from .config import L1BlockConfig
-    from .providers.base import MemoryProvider
+    from ..config import L1BlockConfig
+    from ..providers.base import MemoryProvider
 
 FENCE_OPEN = "<dexai-memory>"
 FENCE_CLOSE = "</dexai-memory>"

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .models import Memory, MemoryType, utcnow
+from ..config import Settings
+from ..models import Memory, MemoryType, utcnow
 
 EVENTS = {
     "session-start": "SessionStart",
@@ -240,7 +240,7 @@ def transcript_file(path: Any) -> str | None:
     if not stat.S_ISREG(st.st_mode) or not real.endswith(".jsonl"):
         import logging
 
-        logging.getLogger("dexai_memory.hook_state").warning(
+        logging.getLogger("dexai_memory.hooks.state").warning(
             "ignored transcript_path %r: not a regular .jsonl file", path)
         return None
     return real
@@ -298,7 +298,7 @@ def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | Non
     redacted: every string of every line goes through :func:`~dexai_memory.privacy.redact`
     (secrets and ``<private>`` text never reach our files). At most :data:`MAX_BACKUP_BYTES`
     (the end of a bigger file); mode 0600."""
-    from .privacy import redact
+    from ..privacy import redact
 
     src = transcript_file(payload.get("transcript_path"))
     if not src:

@@ -1,12 +1,12 @@
 """Memory hooks for the Claude Agent SDK (in-process callbacks)::
 
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
-    from dexai_memory.hooks import memory_hooks
+    from dexai_memory.hooks.sdk import memory_hooks
 
     options = ClaudeAgentOptions(hooks=memory_hooks(daemon, user_id="alice"))
 
 The callbacks run the same events as the plugin's command hooks
-(:mod:`dexai_memory.hook_events`: one implementation for both); only the
+(:mod:`dexai_memory.hooks.events`: one implementation for both); only the
 backend differs. ``memory_hooks`` takes:
 
 * a running ``MemoryDaemon``: recall and blocks from its provider, turns to
@@ -37,12 +37,12 @@ from typing import Any, TypeVar
 
 from claude_agent_sdk import HookMatcher
 
-from .config import Settings, load_settings
-from .hook_events import Block, HookBackend, HookContext, handle
-from .hook_ops import HookActions, actions_for_daemon
-from .hook_state import user_id_for
-from .models import Turn
-from .providers.base import MemoryProvider
+from ..config import Settings, load_settings
+from ..models import Turn
+from ..providers.base import MemoryProvider
+from .actions import HookActions, actions_for_daemon
+from .events import Block, HookBackend, HookContext, handle
+from .state import user_id_for
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ PRECOMPACT_TIMEOUT = 45.0
 Callback = Any  # claude_agent_sdk.types.HookCallback (its input/output TypedDicts are unions)
 T = TypeVar("T")
 
-#: SDK hook event -> the shared event name (:data:`dexai_memory.hook_state.EVENTS`).
+#: SDK hook event -> the shared event name (:data:`dexai_memory.hooks.state.EVENTS`).
 SDK_EVENTS = {
     "UserPromptSubmit": "user-prompt-submit",
     "SessionStart": "session-start",
@@ -88,7 +88,7 @@ class InProcessBackend(HookBackend):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(self.timeout)
 
     async def _drain(self) -> bool:
-        from .inline_flush import drain_queue
+        from .flush import drain_queue
 
         out = await drain_queue(self.settings, self.actions.provider, self.settings.hooks.inline_flush_seconds)
         return bool(out.get("flushed"))
@@ -116,7 +116,7 @@ class InProcessBackend(HookBackend):
                 return bool(getattr(result, "passed", result))
 
             return self._call(submit())
-        from .hook_runtime import queue_turn
+        from .command import queue_turn
 
         return queue_turn(self.settings, turn, context)
 
@@ -166,7 +166,7 @@ class MemoryHooks:
         if self._context is None:
             backend: HookBackend
             if self.daemon is None and self._provider is None:
-                from .hook_runtime import CommandBackend
+                from .command import CommandBackend
 
                 backend = CommandBackend(self.settings)
             else:

@@ -1,4 +1,4 @@
-"""Drive the real Claude Code CLI fully offline (against :mod:`dexai_memory.fakeapi`).
+"""Drive the real Claude Code CLI fully offline (against :mod:`dexai_memory.testing.fakeapi`).
 
 The CLI used is the one bundled with ``claude-agent-sdk``
 (``claude_agent_sdk/_bundled/claude``; version in ``claude.version``), or the
@@ -608,7 +608,7 @@ def validate_plugin(
 
 
 if __name__ == "__main__":  # pragma: no cover - manual smoke test
-    from dexai_memory.fakeapi import FakeMessagesAPI
+    from dexai_memory.testing.fakeapi import FakeMessagesAPI
 
     with FakeMessagesAPI() as _api, tempfile.TemporaryDirectory() as _tmp:
         _res = run_claude(

@@ -4,7 +4,7 @@ Each ``mNNN_name()`` returns the SQL script of migration NNN; the script runs
 once, inside one transaction together with its row in the ``schema_migrations``
 table, so a failed migration leaves the database as it was. :func:`migrate` applies the missing ones in
 order. Before it changes a database that already holds data, the caller
-(:class:`~dexai_memory.providers.native.NativeProvider`) copies the file to a
+(:class:`~dexai_memory.providers.native.provider.NativeProvider`) copies the file to a
 backup, so nothing is overwritten without one.
 
 The vector table (``memories_vec``) is not created here: its dimension depends
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import MigrationError
+from ...errors import MigrationError
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ it to an Agent SDK agent in process, and :mod:`dexai_memory.mcp_server`
 Wiring (Agent SDK)::
 
     from claude_agent_sdk import ClaudeAgentOptions
-    from dexai_memory.tools import memory_mcp_server, allowed_tools
+    from dexai_memory.agent_tools import memory_mcp_server, allowed_tools
 
     options = ClaudeAgentOptions(
         mcp_servers={"dexai_memory": memory_mcp_server(daemon, user_id="alice")},
@@ -64,14 +64,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .block import neutralise
 from .config import Settings, load_settings
 from .errors import DexaiMemoryError, InvalidMemory, MemoryNotFound
 from .models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
 from .privacy import REDACTED, redact
 from .providers.base import MemoryProvider
-from .recall import RecalledMemory, recall_block
-from .supersession import content_words, resolve
+from .recall.block import neutralise
+from .recall.ranking import RecalledMemory, recall_block
+from .supersession.rules import content_words, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -365,7 +365,7 @@ async def forget(source: MemoryProvider | Any, *, user_id: str, memory_id: str |
 
 async def recall(source: MemoryProvider | Any, query: str, *, user_id: str, limit: int = 5,
                  project: str | None = None, settings: Settings | None = None) -> RecallResult:
-    """Search the memories of ``user_id`` with :func:`dexai_memory.recall.recall_block`
+    """Search the memories of ``user_id`` with :func:`dexai_memory.recall.ranking.recall_block`
     (relevance-ranked, weak matches dropped): best first, with ids and dates. Counts the retrieval."""
     provider = resolve_provider(source)
     query = " ".join(str(query or "").split())
@@ -604,7 +604,7 @@ def build_mcp_server(tools: MemoryTools, name: str = SERVER_NAME, *, version: st
     from mcp.server.lowlevel import Server
     from mcp.types import CallToolResult, ListToolsResult, Tool
 
-    from . import __version__
+    from .version import __version__
 
     wire = [Tool.model_validate({"name": s.name, "description": s.description, "inputSchema": dict(s.input_schema)})
             for s in TOOL_SPECS]

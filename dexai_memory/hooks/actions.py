@@ -1,7 +1,7 @@
 """What the hooks do, against a provider: recall, the L1 block, the compaction
 checkpoint and the end-of-session step.
 
-Shared by the in-process Agent SDK hooks (:mod:`dexai_memory.hooks`) and the
+Shared by the in-process Agent SDK hooks (:mod:`dexai_memory.hooks.sdk`) and the
 daemon's socket operations that command hooks call (:func:`register_ipc_ops`),
 so both paths inject the same blocks. Transport-free: no claude_agent_sdk here.
 
@@ -23,12 +23,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .block import L1Block
-from .config import Settings
-from .errors import DexaiMemoryError, MemoryNotFound
-from .models import Memory, MemoryType, SearchFilters, Tier, utcnow
-from .providers.base import MemoryProvider
-from .recall import RecallResult, auto_recall, l1_block
+from ..config import Settings
+from ..errors import DexaiMemoryError, MemoryNotFound
+from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
+from ..providers.base import MemoryProvider
+from ..recall.block import L1Block
+from ..recall.ranking import RecallResult, auto_recall, l1_block
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class HookActions:
 
     async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
                      exclude_ids: Sequence[str] = ()) -> RecallResult:
-        """Auto-recall for a prompt (see :func:`dexai_memory.recall.auto_recall`)."""
+        """Auto-recall for a prompt (see :func:`dexai_memory.recall.ranking.auto_recall`)."""
         return await auto_recall(self.provider, user_id, prompt, recent, self.settings, project=project,
                                  exclude_ids=exclude_ids, record_retrieval=True)
 
@@ -68,7 +68,7 @@ class HookActions:
                  project: str | None = None, session_id: str | None = None,
                  snapshot: str | None = None, after_compaction: bool = False) -> L1Block:
         """The full L1 block; ``snapshot`` (text) is stored first so it shows as session state.
-        ``after_compaction`` fills it to the budget by priority (:mod:`dexai_memory.reinjection`)."""
+        ``after_compaction`` fills it to the budget by priority (:mod:`dexai_memory.recall.reinjection`)."""
         if snapshot:
             await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot, project=None)
         return await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,

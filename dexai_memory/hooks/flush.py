@@ -25,9 +25,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .config import Settings
-from .errors import DexaiMemoryError, QueueError
-from .providers.base import MemoryProvider
+from ..config import Settings
+from ..errors import DexaiMemoryError, QueueError
+from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +46,11 @@ async def drain_queue(settings: Settings, provider: MemoryProvider, budget: floa
     seconds. Returns ``processed``, ``pending`` (left queued), ``flushed`` (nothing left due)
     and ``busy`` (another consumer holds the queue: nothing was done). While another consumer
     holds the queue it is waited for, unless ``yield_to_daemon`` and a daemon now runs."""
-    from .daemon_control import lock_held
-    from .extraction import make_classifier
-    from .offline_extraction import OfflineExtractor
-    from .pipeline import Pipeline
-    from .queue import ExtractionQueue
+    from ..capture.queue import ExtractionQueue
+    from ..daemon_control import lock_held
+    from ..extraction.haiku import make_classifier
+    from ..extraction.offline import OfflineExtractor
+    from ..pipeline import Pipeline
 
     queue = ExtractionQueue.from_settings(settings)
     try:
@@ -86,7 +86,7 @@ async def drain_queue(settings: Settings, provider: MemoryProvider, budget: floa
 
 async def _with_provider(settings: Settings, budget: float,
                          work: Callable[[MemoryProvider, float], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-    from .providers import make_provider
+    from ..providers import make_provider
 
     t0 = time.monotonic()
     provider = make_provider(keyword_settings(settings))
@@ -131,8 +131,8 @@ def flush(settings: Settings, budget: float | None = None) -> dict[str, Any]:
 
 def pre_compact(settings: Settings, request: dict[str, Any], budget: float | None = None) -> dict[str, Any]:
     """PreCompact without a daemon: drain the queue, archive the transcript backup and store
-    the task snapshot (:meth:`~dexai_memory.hook_ops.HookActions.pre_compact`) in this process."""
-    from .hook_ops import HookActions
+    the task snapshot (:meth:`~dexai_memory.hooks.actions.HookActions.pre_compact`) in this process."""
+    from .actions import HookActions
 
     wait = settings.hooks.inline_flush_seconds if budget is None else budget
     t0 = time.monotonic()

@@ -60,6 +60,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
+from ..tokens import count_tokens
 from .block import (
     EMPTY_BLOCK,
     FENCE_TOKENS,
@@ -70,12 +72,10 @@ from .block import (
     compose_block,
     gather_block_inputs,
 )
-from .models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
-from .tokens import count_tokens
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .providers.base import MemoryProvider
+    from ..config import Settings
+    from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 
@@ -449,7 +449,7 @@ async def l1_block(provider: MemoryProvider, user_id: str, settings: Settings, *
 
     ``after_compaction`` gives the re-injection block instead: filled up to
     ``auto_recall.max_tokens`` with pinned, high-importance, commitment and
-    relevant memories (:func:`dexai_memory.reinjection.reinjection_block`; there
+    relevant memories (:func:`dexai_memory.recall.reinjection.reinjection_block`; there
     ``query`` should hold the last few prompts and the snapshot).
     """
     if after_compaction:

@@ -50,11 +50,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .config import DEFAULT_GATE_THRESHOLD
-from .errors import MissingExtra
+from ..config import DEFAULT_GATE_THRESHOLD
+from ..errors import MissingExtra
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 __all__ = ["WEIGHTS", "Gate", "GateResult", "NerFunc", "is_filler", "load_ner", "regex_entities"]
 

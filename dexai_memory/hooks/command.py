@@ -1,0 +1,522 @@
+"""The command-hook front end: ``dexai hook <event>`` (or ``python -m
+dexai_memory.hooks.command <event>``) reads the hook JSON on stdin and writes the
+answer on stdout. The events themselves are :mod:`dexai_memory.hooks.events`
+(shared with the Agent SDK callbacks); this module is their command backend.
+
+Claude Code starts a new process for every hook event, so this module imports
+only the standard library and the stdlib-only parts of the package (config,
+models, tokens, block, recall, queue, gate, privacy, hook_state, hook_events,
+daemon_control): never anthropic, claude_agent_sdk, numpy, onnxruntime,
+aiosqlite or sqlean on the fast path.
+
+The command backend (:class:`CommandBackend`)
+=============================================
+* Asks the running daemon over its Unix socket (hybrid search, warm embedder).
+* When no daemon answers, starts one detached
+  (:func:`~dexai_memory.daemon_control.ensure_daemon`; ``daemon.autostart``)
+  and goes on without it: recall falls back to BM25 straight from the SQLite
+  file (FTS5 table ``memories_fts``), turns are committed to ``queue.db``.
+* PreCompact with no daemon extracts the queued turns in this process
+  (:mod:`dexai_memory.hooks.flush`, ``hooks.inline_flush_seconds``) before
+  the summary replaces the conversation; SessionEnd hands the queue to a daemon
+  it starts, or extracts inline when autostart is off.
+* A daemon of another package version is asked to stop and replaced.
+
+A hook never fails the agent: every error is logged to ``<home>/hooks.log``
+and the hook still prints valid output and exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ..config import Settings
+from ..models import Memory, MemoryType, SearchResult, Tier
+from ..version import __version__
+from .events import Block, HookBackend, HookContext, handle
+from .state import (  # noqa: F401 - the hook state API, importable from here too
+    EVENTS,
+    MAX_TOOL_TEXT,
+    USER_ENV,
+    _safe,
+    _text_of,
+    backup_transcript,
+    clear_marker,
+    compaction_instructions,
+    load_session,
+    marker_path,
+    memory_disabled,
+    project_dir,
+    project_for,
+    project_key,
+    read_marker,
+    read_transcript,
+    recent_prompts,
+    recent_texts,
+    remember_injected,
+    save_session,
+    snapshot_memory,
+    snapshot_text,
+    user_id_for,
+    write_marker,
+)
+
+logger = logging.getLogger("dexai_memory.hooks.command")  # not __name__: "__main__" under -m
+
+# --------------------------------------------------------------------------- daemon
+
+
+def daemon_request(settings: Settings, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+    """Ask the daemon over its Unix socket; None when it is not running or too slow."""
+    if not settings.socket_path.exists():
+        return None
+    try:
+        from ..ipc import ipc_request
+    except ImportError:
+        return None
+    wait = settings.hooks.daemon_timeout_seconds if timeout is None else timeout
+    try:
+        reply = ipc_request(settings.socket_path, payload, wait)
+    except Exception:  # any IPC failure means "no daemon": fall back, never fail the hook
+        logger.warning("daemon request %s failed", payload.get("op"), exc_info=True)
+        return None
+    if isinstance(reply, dict) and reply.get("ok", True) and not reply.get("error"):
+        return reply
+    if reply is not None:
+        logger.warning("daemon answered %s with an error: %s", payload.get("op"), reply.get("error"))
+    return None
+
+
+# --------------------------------------------------------------------------- BM25 fallback
+
+_FALLBACK_COLUMNS = ("id", "user_id", "project", "content", "type", "importance", "confidence", "tier",
+                     "source_ids", "session_id", "created_at", "pinned", "last_accessed", "metadata")
+
+
+def _row_memory(row: Sequence[Any]) -> Memory:
+    data = dict(zip(_FALLBACK_COLUMNS, row, strict=True))
+    data["source_ids"] = tuple(json.loads(data["source_ids"] or "[]"))
+    data["metadata"] = json.loads(data["metadata"] or "{}")
+    data["pinned"] = bool(data["pinned"])
+    return Memory(**data)
+
+
+class SqliteReader:
+    """Read-only queries on the native store with the stdlib ``sqlite3`` (FTS5, no vectors)."""
+
+    def __init__(self, path: Path, timeout: float = 0.5):
+        self.path = path
+        self.conn: sqlite3.Connection | None = None
+        if path.is_file():
+            self.conn = sqlite3.connect(str(path), timeout=timeout)
+            self.conn.execute("PRAGMA query_only = ON")
+            has = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories'").fetchone()
+            if not has:
+                self.conn.close()
+                self.conn = None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+    def _where(self, user_id: str, project: str | None) -> tuple[str, list[Any]]:
+        sql = ("m.user_id = ? AND m.deleted = 0 AND m.superseded_by IS NULL AND m.valid_until IS NULL "
+               "AND m.archived = 0")
+        params: list[Any] = [user_id]
+        if project is not None:
+            sql += " AND m.project = ?"
+            params.append(project)
+        return sql, params
+
+    def search(self, query: str, user_id: str, project: str | None, limit: int) -> list[SearchResult]:
+        """BM25 hits as :class:`SearchResult` (score = rank-based, like the provider's RRF)."""
+        if self.conn is None:
+            return []
+        from ..recall.ranking import fts_terms  # stdlib-only
+
+        terms = fts_terms(query)
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        where, params = self._where(user_id, project)
+        cols = ", ".join(f"m.{c}" for c in _FALLBACK_COLUMNS)
+        rows = self.conn.execute(
+            f"SELECT {cols} FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where} AND m.type NOT IN ('TRANSCRIPT', 'SNAPSHOT') "
+            f"ORDER BY bm25(memories_fts) LIMIT ?", [match, *params, limit]).fetchall()
+        return [SearchResult(_row_memory(r), 61.0 / (60 + rank), bm25_rank=rank)
+                for rank, r in enumerate(rows, 1)]
+
+    def list(self, user_id: str, project: str | None, *, where: str, params: Sequence[Any] = (),
+             limit: int = 10) -> list[Memory]:
+        if self.conn is None:
+            return []
+        base, base_params = self._where(user_id, project)
+        cols = ", ".join(f"m.{c}" for c in _FALLBACK_COLUMNS)
+        rows = self.conn.execute(
+            f"SELECT {cols} FROM memories m WHERE {base} AND {where} ORDER BY m.created_at DESC LIMIT ?",
+            [*base_params, *params, limit]).fetchall()
+        return [_row_memory(r) for r in rows]
+
+
+def fallback_recall(settings: Settings, user_id: str, prompt: str, recent: Sequence[str], *,
+                    project: str | None = None, exclude_ids: Sequence[str] = ()) -> Any:
+    """Auto-recall with BM25 only, straight from the SQLite file (no daemon, no vectors)."""
+    from ..recall.ranking import (
+        DEFAULT_POOL,
+        FENCE_TOKENS,
+        RecallResult,
+        VisibleContext,
+        needs_recall,
+        rank,
+        select,
+    )
+
+    t0 = time.perf_counter()
+    cfg = settings.auto_recall
+    if not cfg.enabled or cfg.max_memories == 0:
+        return RecallResult(skipped_reason="disabled")
+    go, why = needs_recall(prompt, recent, skip_on_continuation=cfg.skip_on_continuation)
+    if not go:
+        return RecallResult(skipped_reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
+    reader = SqliteReader(settings.db_path)
+    try:
+        results = reader.search(prompt, user_id, project, DEFAULT_POOL)
+    finally:
+        reader.close()
+    ranked = rank(results, prompt)
+    visible = VisibleContext([*recent, prompt], exclude_ids=exclude_ids)
+    block, mems = select(ranked, threshold=cfg.relevance_threshold, visible=visible, max_memories=cfg.max_memories,
+                         max_tokens=cfg.max_tokens,
+                         section_budget=min(settings.l1_block.memories_tokens, cfg.max_tokens - FENCE_TOKENS))
+    reason = None if mems else ("no results" if not results else "below threshold")
+    return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, why, block)
+
+
+def fallback_reinjection_block(settings: Settings, user_id: str, *, query: str | None, recent: Sequence[str] = (),
+                               project: str | None = None, snapshot: str | None = None,
+                               session_id: str | None = None) -> Any:
+    """The post-compaction block from the SQLite file: the same priority fill as the daemon's
+    (:func:`dexai_memory.recall.reinjection.fill_block`), BM25 for the relevant section."""
+    from ..recall.block import commitments_due_soon
+    from ..recall.ranking import DEFAULT_POOL, VisibleContext
+    from ..recall.reinjection import (
+        BACKFILL_MIN_IMPORTANCE,
+        DURABLE_TYPES,
+        HIGH_IMPORTANCE,
+        MAX_COMMITMENTS,
+        MAX_IMPORTANT,
+        MAX_PINNED,
+        ReinjectionInputs,
+        by_importance,
+        fill_block,
+        is_open,
+        relevant_of,
+    )
+
+    reader = SqliteReader(settings.db_path)
+    try:
+        durable = ", ".join(f"'{t.value}'" for t in DURABLE_TYPES)
+        pinned = by_importance(reader.list(user_id, project, where="m.pinned = 1", limit=MAX_PINNED))
+        top_tier = by_importance(reader.list(user_id, project, where="m.tier = ?", params=[Tier.L1.value],
+                                             limit=MAX_PINNED))
+        candidates = [m for m in by_importance(reader.list(
+            user_id, project, where=f"m.type IN ({durable}) AND m.importance >= ?", params=[BACKFILL_MIN_IMPORTANCE],
+            limit=MAX_IMPORTANT)) if is_open(m)]
+        important = [m for m in candidates if m.importance >= HIGH_IMPORTANCE]
+        backfill = [m for m in candidates if m.importance < HIGH_IMPORTANCE]
+        commitments = commitments_due_soon(reader.list(user_id, project, where="m.type = 'COMMITMENT'",
+                                                       limit=MAX_COMMITMENTS),
+                                           days=settings.l1_block.commitments_due_days)
+        session = reader.list(user_id, project, where="m.type = 'SNAPSHOT'", limit=1)
+        relevant: list[Memory] = []
+        scores: dict[str, float] = {}
+        if query:
+            relevant, scores = relevant_of(reader.search(query, user_id, project, DEFAULT_POOL), query,
+                                           threshold=settings.auto_recall.relevance_threshold,
+                                           visible=VisibleContext(recent) if recent else None)
+    finally:
+        reader.close()
+    if snapshot:
+        session = [snapshot_memory(snapshot, user_id, session_id)]
+    inputs = ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill)
+    return fill_block(inputs, max_tokens=settings.auto_recall.max_tokens,
+                      session_tokens=settings.l1_block.session_tokens)
+
+
+def fallback_l1_block(settings: Settings, user_id: str, *, query: str | None, recent: Sequence[str] = (),
+                      project: str | None = None, snapshot: str | None = None,
+                      session_id: str | None = None, after_compaction: bool = False) -> Any:
+    """The full L1 block from the SQLite file (BM25 for the relevant section);
+    ``after_compaction``: :func:`fallback_reinjection_block`."""
+    if after_compaction:
+        return fallback_reinjection_block(settings, user_id, query=query, recent=recent, project=project,
+                                          snapshot=snapshot, session_id=session_id)
+    from ..recall.block import (
+        BlockInputs,
+        budgets_of,
+        commitments_due_soon,
+        compose_block,
+        profile_of,
+    )
+    from ..recall.ranking import FENCE_TOKENS, VisibleContext, rank
+
+    cfg = settings.l1_block
+    reader = SqliteReader(settings.db_path)
+    try:
+        profile = profile_of([
+            *reader.list(user_id, project, where="m.pinned = 1"),
+            *reader.list(user_id, project, where="m.tier = ?", params=[Tier.L1.value]),
+            *reader.list(user_id, project, where="m.type = 'PREFERENCE' AND m.importance >= 6"),
+        ])
+        commitments = commitments_due_soon(
+            reader.list(user_id, project, where="m.type = 'COMMITMENT'", limit=50), days=cfg.commitments_due_days)
+        session = reader.list(user_id, project, where="m.type = 'SNAPSHOT'", limit=1)
+        relevant: list[Memory] = []
+        scores: dict[str, float] = {}
+        if query:
+            visible = VisibleContext(recent)
+            for r in rank(reader.search(query, user_id, project, 40), query):
+                if r.relevance >= settings.auto_recall.relevance_threshold and not visible.holds(r.memory):
+                    relevant.append(r.memory)
+                    scores[r.memory.id] = r.score
+                if len(relevant) >= settings.auto_recall.max_memories:
+                    break
+    finally:
+        reader.close()
+    if snapshot:
+        session = [snapshot_memory(snapshot, user_id, session_id)]
+    profile = [m for m in profile if m.type is not MemoryType.SNAPSHOT]
+    inputs = BlockInputs(profile=profile, relevant=relevant, commitments=commitments, session=session, scores=scores)
+    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=sum(budgets_of(cfg)) + FENCE_TOKENS)
+
+
+
+# --------------------------------------------------------------------------- enqueue
+
+
+def queue_turn(settings: Settings, turn: dict[str, Any], context: Sequence[str] = ()) -> bool:
+    """Redact ``turn``, gate it, and when it passes commit it to ``<home>/queue.db`` (the same
+    order as the daemon's :meth:`~dexai_memory.pipeline.Pipeline.admit`). True when queued."""
+    from ..capture.gate import Gate
+    from ..capture.queue import enqueue_turn, queue_path
+    from ..privacy import redact
+
+    content = redact(str(turn.get("content") or "")).strip()
+    if not content:
+        return False
+    context = [redact(c) for c in context[-3:]]
+    verdict = Gate(settings.extraction.gate_threshold).score(content, context)
+    if not verdict.passed:
+        return False
+    metadata = {**(turn.get("metadata") or {}), "gate_score": verdict.score}
+    return enqueue_turn(queue_path(settings.home), {**turn, "content": content, "metadata": metadata},
+                        context=context)
+
+
+# --------------------------------------------------------------------------- the command backend
+
+
+class CommandBackend(HookBackend):
+    """The daemon over its socket when one answers; otherwise a daemon is started and the
+    work is done from the files (BM25 recall, the queue file, inline extraction)."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.daemon_seen = False
+
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+        """The daemon's answer, or None (then a daemon is started when autostart is on)."""
+        reply = daemon_request(self.settings, request, timeout)
+        if reply is None:
+            from ..daemon_control import ensure_daemon
+
+            ensure_daemon(self.settings, reason=f"no daemon answered {request.get('op')}")
+            return None
+        self.daemon_seen = True
+        if reply.get("version") not in (None, __version__):
+            from ..daemon_control import replace_if_stale
+
+            if replace_if_stale(self.settings, reply):
+                return None
+        return reply
+
+    def l1(self, *, user_id: str, query: str | None, recent: Sequence[str], project: str | None,
+           session_id: str | None, snapshot: str | None, after_compaction: bool) -> Block:
+        reply = self.ask({"op": "hook.l1_block", "user_id": user_id, "project": project, "query": query,
+                          "recent": list(recent), "snapshot": snapshot, "session_id": session_id,
+                          "after_compaction": after_compaction})
+        if reply is not None and isinstance(reply.get("text"), str):
+            return Block(reply["text"], tuple(str(i) for i in reply.get("memory_ids") or []))
+        block = fallback_l1_block(self.settings, user_id, query=query, recent=recent, project=project,
+                                  snapshot=snapshot, session_id=session_id, after_compaction=after_compaction)
+        return Block(block.text, tuple(m.id for m in block.memories))
+
+    def recall(self, *, user_id: str, prompt: str, recent: Sequence[str], project: str | None,
+               exclude_ids: Sequence[str]) -> Block:
+        reply = self.ask({"op": "hook.recall", "user_id": user_id, "project": project, "prompt": prompt,
+                          "recent": list(recent), "exclude_ids": list(exclude_ids)})
+        if reply is not None and isinstance(reply.get("text"), str):
+            return Block(reply["text"], tuple(str(i) for i in reply.get("memory_ids") or []))
+        result = fallback_recall(self.settings, user_id, prompt, recent, project=project, exclude_ids=exclude_ids)
+        logger.debug("fallback recall: %s memories, skipped=%s, %.1f ms", len(result.memory_ids),
+                     result.skipped_reason, result.latency_ms)
+        return Block(result.text, tuple(result.memory_ids))
+
+    def submit(self, turn: dict[str, Any], context: Sequence[str]) -> bool:
+        queued = queue_turn(self.settings, turn, context)
+        if queued:
+            self.ask({"op": "queue.notify"}, timeout=0.02)
+        return queued
+
+    def turn_end(self, *, user_id: str, session_id: str | None) -> None:
+        self.ask({"op": "hook.turn_end", "user_id": user_id, "session_id": session_id}, timeout=0.05)
+
+    def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None, trigger: str | None,
+                    transcript_backup: str | None, project: str | None) -> dict[str, Any]:
+        from ..daemon_control import lock_held, wait_until_answering
+
+        request = {"user_id": user_id, "session_id": session_id, "snapshot": snapshot, "trigger": trigger,
+                   "transcript_backup": transcript_backup, "project": project}
+        budget = self.settings.hooks.inline_flush_seconds
+        wait = max(self.settings.hooks.daemon_timeout_seconds, budget)
+        reply = daemon_request(self.settings, {"op": "hook.pre_compact", **request}, wait)
+        if reply is not None:
+            return {"by": "daemon", **reply}
+        t0 = time.monotonic()
+        if not lock_held(self.settings):
+            from .flush import pre_compact
+
+            out = pre_compact(self.settings, request, budget)
+            if not out.get("busy"):
+                self.ask({"op": "ping"}, timeout=0.02)  # start a daemon for what comes next
+                if out.get("pending"):
+                    logger.warning("pre-compact: %s turn(s) did not fit in %.0fs and stay queued",
+                                   out["pending"], budget)
+                return {"by": "hook", **out}
+        # a daemon is starting (it holds the lock or the queue): let it do the work
+        left = budget - (time.monotonic() - t0)
+        if left > 0.5 and wait_until_answering(self.settings, left):
+            reply = daemon_request(self.settings, {"op": "hook.pre_compact", **request},
+                                   max(0.5, budget - (time.monotonic() - t0)))
+            if reply is not None:
+                return {"by": "daemon", **reply}
+        logger.warning("pre-compact: neither a daemon nor this hook could extract the queued turns in %.0fs; "
+                       "they stay queued", budget)
+        return {"by": None, "flushed": False}
+
+    def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
+        from ..daemon_control import autostart_enabled, lock_held
+
+        reply = daemon_request(self.settings, {"op": "hook.session_end", "user_id": user_id,
+                                               "session_id": session_id}, 1.0)
+        if reply is not None:
+            return {"by": "daemon", **reply}
+        if autostart_enabled(self.settings):
+            self.ask({"op": "ping"}, timeout=0.02)  # the daemon it starts extracts the queue
+            return {"by": "daemon (started)"}
+        if lock_held(self.settings):
+            return {"by": "daemon (busy)"}
+        from .flush import flush
+
+        return {"by": "hook", **flush(self.settings)}
+
+
+def _setup_logging(home: Path) -> None:
+    root = logging.getLogger("dexai_memory")
+    if root.handlers:
+        return
+    level = logging.DEBUG if os.environ.get("DEXAI_MEMORY_HOOK_DEBUG") else logging.WARNING
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handler: logging.Handler = logging.FileHandler(home / "hooks.log", encoding="utf-8")
+    except OSError:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def fast_settings() -> Settings:
+    """Settings for a hook process without parsing the packaged YAML (~50 ms of pure-Python
+    YAML): the dataclass defaults equal the packaged ``memory.yaml`` (a test keeps them equal),
+    so only ``<home>/memory.yaml`` is read, when it exists, with the same validation."""
+    from .. import config
+
+    home = config.home_dir()
+    user_file = home / "memory.yaml"
+    if not user_file.is_file():
+        return Settings(home=home)
+    return config._build(Settings, config._read_yaml(user_file), "", str(user_file),  # noqa: SLF001
+                         Settings(home=home))
+
+
+def command_context(settings: Settings) -> HookContext:
+    """The hook context of a command hook: the user and recall scope from the environment
+    (``$DEXAI_MEMORY_USER`` / ``$USER``, ``$DEXAI_MEMORY_PROJECT``), the command backend."""
+    return HookContext(settings=settings, backend=CommandBackend(settings), user_id=user_id_for(),
+                       project=project_for({}), source="claude-code")
+
+
+def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
+    """Read the hook JSON from ``stdin``, handle ``event``, write the answer to ``stdout``.
+
+    Always returns 0 and always writes valid output (``{}`` when anything
+    failed): a hook must never break the agent.
+    """
+    from ..config import home_dir, private_umask
+
+    private_umask()  # hooks.log, state files, the queue: 0600 in a 0700 data dir
+    _setup_logging(home_dir())
+    answer: dict[str, Any] | str = "" if event == "pre-compact" else {}
+    try:
+        raw = stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            payload = {}
+        if event not in EVENTS:
+            logger.warning("unknown hook event %r", event)
+        else:
+            answer = handle(event, payload, command_context(fast_settings()))
+    except Exception:  # a hook never fails the agent: log and answer a no-op
+        logger.exception("hook %s failed", event)
+        if event == "pre-compact":
+            with contextlib.suppress(Exception):
+                answer = compaction_instructions(Settings())
+    text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    # half an emoji (a lone surrogate) from a transcript must not make the answer unprintable
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    try:
+        if text:
+            stdout.write(text + "\n")
+        stdout.flush()
+    except (OSError, ValueError):  # stdout closed: nothing more a hook can do
+        logger.warning("hook %s could not write its answer", event)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dexai_memory.hook_runtime <event>``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        sys.stderr.write(f"usage: python -m dexai_memory.hook_runtime <{'|'.join(EVENTS)}>\n")
+        return 2
+    import io
+
+    # undecodable bytes in the hook input become U+FFFD instead of failing the hook
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace")
+    return run(args[0], stdin, stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
