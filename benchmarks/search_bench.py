@@ -47,7 +47,8 @@ from benchmarks.common import (
 from dexai_memory.config import SearchConfig
 from dexai_memory.embeddings import Embedder, OnnxMiniLMEmbedder
 from dexai_memory.models import SearchFilters
-from dexai_memory.providers.native.provider import NativeProvider, fts_query, where_clause
+from dexai_memory.providers.native.provider import NativeProvider
+from dexai_memory.providers.native.schema import fts_query, where_clause
 
 NAME = "search_bench"
 USER = "bench-user"

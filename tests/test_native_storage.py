@@ -12,7 +12,8 @@ from dexai_memory.embeddings import Embedder, HashingEmbedder
 from dexai_memory.errors import DatabaseCorrupt
 from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import migrations
-from dexai_memory.providers.native.provider import NativeProvider, fts_query
+from dexai_memory.providers.native.provider import NativeProvider
+from dexai_memory.providers.native.schema import fts_query
 
 
 def make_v1_database(path: Path) -> None:

@@ -1,11 +1,16 @@
 """The native provider: one SQLite file per data directory.
 
 - :mod:`.provider`: :class:`NativeProvider`, the :class:`~dexai_memory.providers.base.MemoryProvider` on SQLite.
+- :mod:`.database`: the file and its one connection (opening, write lock, busy retries).
 - :mod:`.migrations`: the schema, as numbered migrations.
-- :mod:`.vectors`: the sqlite-vec vector index.
+- :mod:`.schema`: the ``memories`` table as SQL (columns, row decoding, WHERE / list / FTS queries).
+- :mod:`.search`: hybrid search (BM25 and vectors, reciprocal rank fusion).
+- :mod:`.vectors`: the vectors (``vec0``, deferred vectors, the in-memory index).
+- :mod:`.reader`: :class:`~.reader.SqliteReader`, the command hook's read-only reader (stdlib ``sqlite3``).
 
 ``NativeProvider`` loads lazily, so the command hook's fast path can read the
-schema helpers without importing the provider's dependencies.
+store through :mod:`.schema` and :mod:`.reader` without importing the provider's
+dependencies (aiosqlite, sqlean, numpy).
 """
 
 from __future__ import annotations

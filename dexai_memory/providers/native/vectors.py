@@ -11,11 +11,33 @@ per user, scored with one BLAS matrix-vector product, gives the same ranking
 search, kept in step by the provider's own writes, and dropped when another
 connection changes the database (SQLite's ``PRAGMA data_version``), so a CLI
 import while the daemon runs is never missed.
+
+:class:`Vectors` owns the rest of the vector side of one store: the ``vec0``
+table (created for the embedder's dimension, its model recorded in
+``store_meta``), the memories waiting for a vector (``vectors_pending``, see
+:meth:`Vectors.deferred`) and filling or re-making them in batches.
 """
 
 from __future__ import annotations
 
+import builtins
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+from ...errors import StorageError
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from ...embeddings import Embedder
+    from ..base import ProgressCallback
+    from .database import Database
+
+logger = logging.getLogger(__name__)
 
 _MIN_CAPACITY = 256
 
@@ -116,3 +138,152 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return sum(u.size for u in self._users.values())
+
+
+def blob(vector: np.ndarray) -> bytes:
+    """A vector as ``vec0`` stores it (float32 bytes)."""
+    return vector.astype(np.float32).tobytes()
+
+
+def bulk_embedder(own: Embedder, given: Embedder | None) -> Embedder:
+    """``given`` if any (checked to be the same model as ``own``), else ``own``."""
+    if given is None:
+        return own
+    if given.model_id != own.model_id or given.dim != own.dim:
+        raise StorageError(f"embedder {given.model_id} is not the store's model {own.model_id}")
+    return given
+
+
+class Vectors:
+    """The vectors of one store (see the module docstring); the embedder is the provider's,
+    passed to each call (the pipeline may wrap it in a cache after the store opened)."""
+
+    def __init__(self, database: Database):
+        self.database = database
+        #: Whether ``memories_vec`` exists and holds the current embedder's vectors.
+        self.ready = False
+        #: The in-memory mirror of ``memories_vec`` (None: vector search reads ``vec0``).
+        self.index: VectorIndex | None = None
+        self._defer_depth = 0
+
+    async def setup(self, embedder: Embedder | None, *, use_index: bool) -> None:
+        """Create ``memories_vec`` for ``embedder`` on first use, or check that the stored
+        vectors are its own (otherwise vector search stays off until a re-embed)."""
+        self.ready = False
+        self.index = None
+        if embedder is None:
+            return
+        model = await self.database.meta("embedding_model")
+        dim = await self.database.meta("embedding_dim")
+        if model is None:
+            await self.database.write(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS memories_vec USING vec0("
+                f"user_id text partition key, embedding float[{embedder.dim}] distance_metric=cosine)"
+            )
+            await self.database.set_meta("embedding_model", embedder.model_id)
+            await self.database.set_meta("embedding_dim", str(embedder.dim))
+            self.ready = True
+        elif model == embedder.model_id and int(dim or 0) == embedder.dim:
+            self.ready = True
+        if self.ready and use_index:
+            self.index = VectorIndex(embedder.dim)
+        if not self.ready:
+            logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
+                           "'dexai memory reembed'", self.database.path, model, embedder.model_id)
+
+    # ------------------------------------------------------------------ deferred vectors
+    @contextlib.asynccontextmanager
+    async def deferred(self) -> AsyncIterator[None]:
+        """Inside the block, new memories are stored without vectors (see
+        :meth:`NativeProvider.deferred_vectors <dexai_memory.providers.native.provider.NativeProvider.deferred_vectors>`)."""
+        self._defer_depth += 1
+        try:
+            yield
+        finally:
+            self._defer_depth -= 1
+
+    @property
+    def deferring(self) -> bool:
+        """Whether a :meth:`deferred` block is open."""
+        return self._defer_depth > 0
+
+    async def pending(self) -> int:
+        """How many memories wait for their vector."""
+        rows = builtins.list(await self.database.conn.execute_fetchall("SELECT COUNT(*) FROM vectors_pending"))
+        return int(rows[0][0])
+
+    async def embed(self, embedder: Embedder | None, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors of ``texts`` to store now; None without an embedder, while the stored vectors
+        are another model's, or inside a :meth:`deferred` block."""
+        if embedder is None or not self.ready or self._defer_depth:
+            return None
+        return await embedder.aembed_batch(list(texts))
+
+    # ------------------------------------------------------------------ rows
+    @staticmethod
+    async def insert(db: aiosqlite.Connection, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
+        """Store ``(rowid, user_id, vector)`` rows, inside the caller's transaction."""
+        await db.executemany("INSERT INTO memories_vec (rowid, user_id, embedding) VALUES (?, ?, ?)",
+                             [(rowid, user_id, blob(vec)) for rowid, user_id, vec in rows])
+
+    @staticmethod
+    async def queue(db: aiosqlite.Connection, rowids: Sequence[int]) -> None:
+        """Mark memories as waiting for a vector, inside the caller's transaction."""
+        await db.executemany("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)", [(r,) for r in rowids])
+
+    def mirror(self, user_ids: Sequence[str], rowids: Sequence[int], vectors: np.ndarray) -> None:
+        """Add stored vectors (``vectors[j]`` of ``rowids[j]``, owned by ``user_ids[j]``) to the index."""
+        if self.index is None:
+            return
+        for user_id in dict.fromkeys(user_ids):
+            picks = [j for j, u in enumerate(user_ids) if u == user_id]
+            if picks:
+                self.index.add(user_id, [rowids[j] for j in picks], vectors[picks])
+
+    # ------------------------------------------------------------------ filling
+    async def fill(self, bulk: Embedder, *, progress: ProgressCallback | None, batch: int,
+                   limit: int | None) -> int:
+        """Embed memories waiting for a vector with ``bulk``, ``batch`` per transaction; returns how many."""
+        sql = ("SELECT p.rowid, m.user_id, m.content FROM vectors_pending p JOIN memories m ON m.rowid = p.rowid "
+               "ORDER BY p.rowid")
+        rows = builtins.list(await self.database.conn.execute_fetchall(sql + (" LIMIT ?" if limit else ""),
+                                                                      (limit,) if limit else ()))
+        done = 0
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
+            vectors = await bulk.aembed_batch([r[2] for r in chunk])
+            rowids = [r[0] for r in chunk]
+            marks = ",".join("?" * len(rowids))
+            async with self.database.transaction() as db:
+                # a row may have got its vector meanwhile (content edited): replace it
+                await db.execute(f"DELETE FROM memories_vec WHERE rowid IN ({marks})", rowids)
+                await self.insert(db, [(r[0], r[1], v) for r, v in zip(chunk, vectors, strict=True)])
+                await db.execute(f"DELETE FROM vectors_pending WHERE rowid IN ({marks})", rowids)
+            self.mirror([r[1] for r in chunk], rowids, vectors)
+            done += len(chunk)
+            if progress:
+                progress(len(chunk))
+        if limit is None or len(rows) < limit:  # rows whose memory was hard-deleted
+            await self.database.write("DELETE FROM vectors_pending WHERE rowid NOT IN (SELECT rowid FROM memories)")
+        return done
+
+    async def remake(self, embedder: Embedder, bulk: Embedder, *, progress: ProgressCallback | None, batch: int,
+                     use_index: bool) -> int:
+        """Drop every vector and embed every memory again with ``bulk`` (``embedder``'s model)."""
+        await self.database.write("DROP TABLE IF EXISTS memories_vec")
+        if self.index is not None:
+            self.index.clear()
+        await self.database.write("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
+        await self.setup(embedder, use_index=use_index)
+        async with self.database.conn.execute("SELECT rowid, user_id, content FROM memories WHERE deleted = 0") as cur:
+            rows = builtins.list(await cur.fetchall())
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
+            vectors = await bulk.aembed_batch([r[2] for r in chunk])
+            async with self.database.transaction() as db:
+                await self.insert(db, [(r[0], r[1], v) for r, v in zip(chunk, vectors, strict=True)])
+            if progress:
+                progress(len(chunk))
+        await self.database.write("DELETE FROM vectors_pending")
+        return len(rows)
+

@@ -1,0 +1,144 @@
+"""The ``memories`` table as SQL: its columns, row decoding, and the WHERE, list and
+full-text queries, shared by the native provider and the command hook's reader.
+
+:class:`~dexai_memory.providers.native.provider.NativeProvider` (aiosqlite, in the
+daemon and the CLI) and :class:`~dexai_memory.providers.native.reader.SqliteReader`
+(stdlib ``sqlite3``, in a command hook when no daemon answers) build every query
+on the table from these helpers, so both read the same rows the same way.
+
+Stdlib and foundation modules only (models): the command hook imports this on
+its fast path, where aiosqlite, numpy and the embedder must not load.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ...models import Memory, MemoryType, SearchFilters
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: Types left out of search unless asked for: raw transcripts and snapshots have their own readers.
+SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t don ll ve re m d isn aren wasn weren hasn haven hadn doesn didn won
+    wouldn shan shouldn mustn can't also get got like really yeah oh ok okay hey hi""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+#: The columns of ``memories``, in the order :func:`row_to_memory` and :func:`memory_params` use.
+COLUMNS = (
+    "id", "user_id", "project", "content", "type", "importance", "confidence", "mention_count", "tier",
+    "source_ids", "session_id", "created_at", "updated_at", "valid_from", "valid_until", "superseded_by",
+    "superseded_at", "archived", "pinned", "deleted", "retrieval_count", "citation_count", "last_accessed",
+    "metadata",
+)
+#: :data:`COLUMNS` on the alias ``m``, for ``SELECT {SELECT} FROM memories m``.
+SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
+
+
+def ts(value: datetime | None) -> str | None:
+    """A datetime as a fixed-width UTC string that sorts like time."""
+    if value is None:
+        return None
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fts_query(text: str, max_terms: int = 32) -> str | None:
+    """An FTS5 OR-query of the content words of ``text`` (None if it has none)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = [w for w in dict.fromkeys(words) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms[:max_terms])
+
+
+def row_to_memory(row: Sequence[Any]) -> Memory:
+    """A :class:`Memory` from a row of :data:`SELECT`."""
+    data = dict(zip(COLUMNS, row, strict=True))
+    data["source_ids"] = tuple(json.loads(data["source_ids"] or "[]"))
+    data["metadata"] = json.loads(data["metadata"] or "{}")
+    for flag in ("archived", "pinned", "deleted"):
+        data[flag] = bool(data[flag])
+    return Memory(**data)
+
+
+def memory_params(m: Memory) -> tuple[Any, ...]:
+    """The values of :data:`COLUMNS` for ``m`` (the parameters of an INSERT)."""
+    return (
+        m.id, m.user_id, m.project, m.content, m.type.value, m.importance, m.confidence, m.mention_count,
+        m.tier.value, json.dumps(list(m.source_ids)), m.session_id, ts(m.created_at), ts(m.updated_at),
+        ts(m.valid_from), ts(m.valid_until), m.superseded_by, ts(m.superseded_at), int(m.archived),
+        int(m.pinned), int(m.deleted), m.retrieval_count, m.citation_count, ts(m.last_accessed),
+        json.dumps(dict(m.metadata), default=str),
+    )
+
+
+def where_clause(user_id: str, f: SearchFilters, *, for_search: bool = False) -> tuple[str, list[Any]]:
+    """SQL condition (on alias ``m``) and parameters for ``f``, always scoped to ``user_id``."""
+    clauses = ["m.user_id = ?", "m.deleted = 0"]
+    params: list[Any] = [user_id]
+    if f.project is not None:
+        clauses.append("m.project = ?")
+        params.append(f.project)
+    if f.types:
+        clauses.append(f"m.type IN ({','.join('?' * len(f.types))})")
+        params.extend(t.value for t in f.types)
+    elif for_search:
+        clauses.append(f"m.type NOT IN ({','.join('?' * len(SEARCH_EXCLUDED_TYPES))})")
+        params.extend(SEARCH_EXCLUDED_TYPES)
+    if f.tiers:
+        clauses.append(f"m.tier IN ({','.join('?' * len(f.tiers))})")
+        params.extend(t.value for t in f.tiers)
+    if f.session_id is not None:
+        clauses.append("m.session_id = ?")
+        params.append(f.session_id)
+    if f.as_of is not None:
+        clauses.append("m.valid_from <= ? AND (m.valid_until IS NULL OR m.valid_until > ?)")
+        params.extend([ts(f.as_of), ts(f.as_of)])
+    else:
+        if f.valid_only:
+            clauses.append("m.superseded_by IS NULL AND m.valid_until IS NULL")
+        if not f.include_archived:
+            clauses.append("m.archived = 0")
+    if f.created_after is not None:
+        clauses.append("m.created_at >= ?")
+        params.append(ts(f.created_after))
+    if f.created_before is not None:
+        clauses.append("m.created_at < ?")
+        params.append(ts(f.created_before))
+    if f.pinned is not None:
+        clauses.append("m.pinned = ?")
+        params.append(int(f.pinned))
+    if f.min_importance is not None:
+        clauses.append("m.importance >= ?")
+        params.append(f.min_importance)
+    return " AND ".join(clauses), params
+
+
+def list_query(user_id: str, f: SearchFilters, *, limit: int, offset: int = 0) -> tuple[str, list[Any]]:
+    """The rows of :data:`SELECT` passing ``f``, newest first (``limit`` <= 0: all of them)."""
+    where, params = where_clause(user_id, f)
+    sql = f"SELECT {SELECT} FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.rowid DESC"
+    if limit > 0:
+        sql += " LIMIT ? OFFSET ?"
+        params += [limit, offset]
+    return sql, params
+
+
+def bm25_query(columns: str, match: str, where: str, params: Sequence[Any], limit: int) -> tuple[str, list[Any]]:
+    """``columns`` (on alias ``m``) of the rows matching the FTS5 query ``match`` (see
+    :func:`fts_query`) and ``where``, best BM25 first, at most ``limit``."""
+    sql = (f"SELECT {columns} FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+           f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?")
+    return sql, [match, *params, limit]
