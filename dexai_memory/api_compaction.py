@@ -61,7 +61,7 @@ import numpy as np
 from .errors import DexaiMemoryError
 from .models import utcnow
 from .providers.base import MemoryProvider
-from .recall.ranking import l1_block
+from .recall.reinjection import l1_block
 from .supersession.rules import content_words
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def _provider_of(memory: MemoryProvider | Any) -> MemoryProvider:
 async def build_memory_block(memory: MemoryProvider | Any, *, user_id: str, query: str | None,
                              settings: Settings, project: str | None = None, session_id: str | None = None,
                              visible: Sequence[str] = ()) -> str:
-    """The post-compaction block (:func:`dexai_memory.recall.ranking.l1_block` with
+    """The post-compaction block (:func:`dexai_memory.recall.reinjection.l1_block` with
     ``after_compaction``: filled to the budget by priority) for ``query``, leaving
     out relevant memories already ``visible`` (the compaction summary)."""
     block = await l1_block(_provider_of(memory), user_id, settings, query=query, recent=visible,

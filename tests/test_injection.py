@@ -34,8 +34,8 @@ from dexai_memory.recall.block import (
     neutralise,
     profile_of,
 )
-from dexai_memory.recall.ranking import auto_recall, l1_block, recall_block
-from dexai_memory.recall.reinjection import ReinjectionInputs, fill_block
+from dexai_memory.recall.ranking import auto_recall, recall_block
+from dexai_memory.recall.reinjection import ReinjectionInputs, fill_block, l1_block
 
 # --------------------------------------------------------------------------- what the model reads
 

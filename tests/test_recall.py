@@ -16,13 +16,13 @@ from dexai_memory.recall.ranking import (
     VisibleContext,
     auto_recall,
     content_terms,
-    l1_block,
     lexical_relevance,
     needs_recall,
     rank,
     recall_block,
     semantic_relevance,
 )
+from dexai_memory.recall.reinjection import l1_block
 from dexai_memory.tokens import count_tokens
 
 RECENT = ["Let's refactor the parser module today.", "Sure, starting with the tokenizer in parser.py."]

@@ -13,12 +13,13 @@ from dexai_memory.hooks import command as rt
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN, MAX_INJECTION_CHARS, SECTION_TITLES
-from dexai_memory.recall.ranking import auto_recall, l1_block
+from dexai_memory.recall.ranking import auto_recall
 from dexai_memory.recall.reinjection import (
     HIGH_IMPORTANCE,
     ReinjectionInputs,
     by_importance,
     fill_block,
+    l1_block,
     recall_query,
 )
 from dexai_memory.tokens import count_tokens

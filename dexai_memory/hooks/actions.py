@@ -28,7 +28,8 @@ from ..errors import DexaiMemoryError, MemoryNotFound
 from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from ..providers.base import MemoryProvider
 from ..recall.block import L1Block
-from ..recall.ranking import RecallResult, auto_recall, l1_block
+from ..recall.ranking import RecallResult, auto_recall
+from ..recall.reinjection import l1_block
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ answer on stdout. The events themselves are :mod:`dexai_memory.hooks.events`
 
 Claude Code starts a new process for every hook event, so this module imports
 only the standard library and the stdlib-only parts of the package (config,
-models, tokens, block, recall, queue, gate, privacy, hook_state, hook_events,
-daemon_control): never anthropic, claude_agent_sdk, numpy, onnxruntime,
-aiosqlite or sqlean on the fast path.
+models, tokens, recall, the native store's schema and reader, capture, privacy,
+the hook state and events, daemon_control): never anthropic, claude_agent_sdk,
+numpy, onnxruntime, aiosqlite or sqlean on the fast path.
 
 The command backend (:class:`CommandBackend`)
 =============================================
@@ -15,7 +15,9 @@ The command backend (:class:`CommandBackend`)
 * When no daemon answers, starts one detached
   (:func:`~dexai_memory.daemon_control.ensure_daemon`; ``daemon.autostart``)
   and goes on without it: recall falls back to BM25 straight from the SQLite
-  file (FTS5 table ``memories_fts``), turns are committed to ``queue.db``.
+  file (FTS5 table ``memories_fts``) through the read-only
+  :class:`~dexai_memory.providers.native.reader.SqliteReader`, running the
+  daemon's own recall code on it; turns are committed to ``queue.db``.
 * PreCompact with no daemon extracts the queued turns in this process
   (:mod:`dexai_memory.hooks.flush`, ``hooks.inline_flush_seconds``) before
   the summary replaces the conversation; SessionEnd hands the queue to a daemon
@@ -32,15 +34,13 @@ import contextlib
 import json
 import logging
 import os
-import sqlite3
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..config import Settings
-from ..models import Memory, MemoryType, SearchResult, Tier
 from ..version import __version__
 from .events import Block, HookBackend, HookContext, handle
 from .state import (  # noqa: F401 - the hook state API, importable from here too
@@ -70,6 +70,10 @@ from .state import (  # noqa: F401 - the hook state API, importable from here to
     write_marker,
 )
 
+if TYPE_CHECKING:
+    from ..recall.block import L1Block
+    from ..recall.ranking import RecallResult
+
 logger = logging.getLogger("dexai_memory.hooks.command")  # not __name__: "__main__" under -m
 
 # --------------------------------------------------------------------------- daemon
@@ -98,207 +102,37 @@ def daemon_request(settings: Settings, payload: dict[str, Any], timeout: float |
 
 # --------------------------------------------------------------------------- BM25 fallback
 
-_FALLBACK_COLUMNS = ("id", "user_id", "project", "content", "type", "importance", "confidence", "tier",
-                     "source_ids", "session_id", "created_at", "pinned", "last_accessed", "metadata")
-
-
-def _row_memory(row: Sequence[Any]) -> Memory:
-    data = dict(zip(_FALLBACK_COLUMNS, row, strict=True))
-    data["source_ids"] = tuple(json.loads(data["source_ids"] or "[]"))
-    data["metadata"] = json.loads(data["metadata"] or "{}")
-    data["pinned"] = bool(data["pinned"])
-    return Memory(**data)
-
-
-class SqliteReader:
-    """Read-only queries on the native store with the stdlib ``sqlite3`` (FTS5, no vectors)."""
-
-    def __init__(self, path: Path, timeout: float = 0.5):
-        self.path = path
-        self.conn: sqlite3.Connection | None = None
-        if path.is_file():
-            self.conn = sqlite3.connect(str(path), timeout=timeout)
-            self.conn.execute("PRAGMA query_only = ON")
-            has = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories'").fetchone()
-            if not has:
-                self.conn.close()
-                self.conn = None
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-
-    def _where(self, user_id: str, project: str | None) -> tuple[str, list[Any]]:
-        sql = ("m.user_id = ? AND m.deleted = 0 AND m.superseded_by IS NULL AND m.valid_until IS NULL "
-               "AND m.archived = 0")
-        params: list[Any] = [user_id]
-        if project is not None:
-            sql += " AND m.project = ?"
-            params.append(project)
-        return sql, params
-
-    def search(self, query: str, user_id: str, project: str | None, limit: int) -> list[SearchResult]:
-        """BM25 hits as :class:`SearchResult` (score = rank-based, like the provider's RRF)."""
-        if self.conn is None:
-            return []
-        from ..recall.ranking import fts_terms  # stdlib-only
-
-        terms = fts_terms(query)
-        if not terms:
-            return []
-        match = " OR ".join(f'"{t}"' for t in terms)
-        where, params = self._where(user_id, project)
-        cols = ", ".join(f"m.{c}" for c in _FALLBACK_COLUMNS)
-        rows = self.conn.execute(
-            f"SELECT {cols} FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} AND m.type NOT IN ('TRANSCRIPT', 'SNAPSHOT') "
-            f"ORDER BY bm25(memories_fts) LIMIT ?", [match, *params, limit]).fetchall()
-        return [SearchResult(_row_memory(r), 61.0 / (60 + rank), bm25_rank=rank)
-                for rank, r in enumerate(rows, 1)]
-
-    def list(self, user_id: str, project: str | None, *, where: str, params: Sequence[Any] = (),
-             limit: int = 10) -> list[Memory]:
-        if self.conn is None:
-            return []
-        base, base_params = self._where(user_id, project)
-        cols = ", ".join(f"m.{c}" for c in _FALLBACK_COLUMNS)
-        rows = self.conn.execute(
-            f"SELECT {cols} FROM memories m WHERE {base} AND {where} ORDER BY m.created_at DESC LIMIT ?",
-            [*base_params, *params, limit]).fetchall()
-        return [_row_memory(r) for r in rows]
-
 
 def fallback_recall(settings: Settings, user_id: str, prompt: str, recent: Sequence[str], *,
-                    project: str | None = None, exclude_ids: Sequence[str] = ()) -> Any:
-    """Auto-recall with BM25 only, straight from the SQLite file (no daemon, no vectors)."""
-    from ..recall.ranking import (
-        DEFAULT_POOL,
-        FENCE_TOKENS,
-        RecallResult,
-        VisibleContext,
-        needs_recall,
-        rank,
-        select,
-    )
+                    project: str | None = None, exclude_ids: Sequence[str] = ()) -> RecallResult:
+    """Auto-recall with BM25 only, straight from the SQLite file (no daemon, no vectors): the
+    daemon's :func:`~dexai_memory.recall.ranking.auto_recall` on the read-only
+    :class:`~dexai_memory.providers.native.reader.SqliteReader`."""
+    from ..providers.native.reader import SqliteReader
+    from ..recall.ranking import auto_recall
+    from ..recall.source import run_now
 
-    t0 = time.perf_counter()
-    cfg = settings.auto_recall
-    if not cfg.enabled or cfg.max_memories == 0:
-        return RecallResult(skipped_reason="disabled")
-    go, why = needs_recall(prompt, recent, skip_on_continuation=cfg.skip_on_continuation)
-    if not go:
-        return RecallResult(skipped_reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
-    reader = SqliteReader(settings.db_path)
-    try:
-        results = reader.search(prompt, user_id, project, DEFAULT_POOL)
-    finally:
-        reader.close()
-    ranked = rank(results, prompt)
-    visible = VisibleContext([*recent, prompt], exclude_ids=exclude_ids)
-    block, mems = select(ranked, threshold=cfg.relevance_threshold, visible=visible, max_memories=cfg.max_memories,
-                         max_tokens=cfg.max_tokens,
-                         section_budget=min(settings.l1_block.memories_tokens, cfg.max_tokens - FENCE_TOKENS))
-    reason = None if mems else ("no results" if not results else "below threshold")
-    return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, why, block)
-
-
-def fallback_reinjection_block(settings: Settings, user_id: str, *, query: str | None, recent: Sequence[str] = (),
-                               project: str | None = None, snapshot: str | None = None,
-                               session_id: str | None = None) -> Any:
-    """The post-compaction block from the SQLite file: the same priority fill as the daemon's
-    (:func:`dexai_memory.recall.reinjection.fill_block`), BM25 for the relevant section."""
-    from ..recall.block import commitments_due_soon
-    from ..recall.ranking import DEFAULT_POOL, VisibleContext
-    from ..recall.reinjection import (
-        BACKFILL_MIN_IMPORTANCE,
-        DURABLE_TYPES,
-        HIGH_IMPORTANCE,
-        MAX_COMMITMENTS,
-        MAX_IMPORTANT,
-        MAX_PINNED,
-        ReinjectionInputs,
-        by_importance,
-        fill_block,
-        is_open,
-        relevant_of,
-    )
-
-    reader = SqliteReader(settings.db_path)
-    try:
-        durable = ", ".join(f"'{t.value}'" for t in DURABLE_TYPES)
-        pinned = by_importance(reader.list(user_id, project, where="m.pinned = 1", limit=MAX_PINNED))
-        top_tier = by_importance(reader.list(user_id, project, where="m.tier = ?", params=[Tier.L1.value],
-                                             limit=MAX_PINNED))
-        candidates = [m for m in by_importance(reader.list(
-            user_id, project, where=f"m.type IN ({durable}) AND m.importance >= ?", params=[BACKFILL_MIN_IMPORTANCE],
-            limit=MAX_IMPORTANT)) if is_open(m)]
-        important = [m for m in candidates if m.importance >= HIGH_IMPORTANCE]
-        backfill = [m for m in candidates if m.importance < HIGH_IMPORTANCE]
-        commitments = commitments_due_soon(reader.list(user_id, project, where="m.type = 'COMMITMENT'",
-                                                       limit=MAX_COMMITMENTS),
-                                           days=settings.l1_block.commitments_due_days)
-        session = reader.list(user_id, project, where="m.type = 'SNAPSHOT'", limit=1)
-        relevant: list[Memory] = []
-        scores: dict[str, float] = {}
-        if query:
-            relevant, scores = relevant_of(reader.search(query, user_id, project, DEFAULT_POOL), query,
-                                           threshold=settings.auto_recall.relevance_threshold,
-                                           visible=VisibleContext(recent) if recent else None)
-    finally:
-        reader.close()
-    if snapshot:
-        session = [snapshot_memory(snapshot, user_id, session_id)]
-    inputs = ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill)
-    return fill_block(inputs, max_tokens=settings.auto_recall.max_tokens,
-                      session_tokens=settings.l1_block.session_tokens)
+    with SqliteReader(settings.db_path) as reader:
+        return run_now(auto_recall(reader, user_id, prompt, recent, settings, project=project,
+                                   exclude_ids=exclude_ids))
 
 
 def fallback_l1_block(settings: Settings, user_id: str, *, query: str | None, recent: Sequence[str] = (),
                       project: str | None = None, snapshot: str | None = None,
-                      session_id: str | None = None, after_compaction: bool = False) -> Any:
-    """The full L1 block from the SQLite file (BM25 for the relevant section);
-    ``after_compaction``: :func:`fallback_reinjection_block`."""
-    if after_compaction:
-        return fallback_reinjection_block(settings, user_id, query=query, recent=recent, project=project,
-                                          snapshot=snapshot, session_id=session_id)
-    from ..recall.block import (
-        BlockInputs,
-        budgets_of,
-        commitments_due_soon,
-        compose_block,
-        profile_of,
-    )
-    from ..recall.ranking import FENCE_TOKENS, VisibleContext, rank
+                      session_id: str | None = None, after_compaction: bool = False) -> L1Block:
+    """The full L1 block from the SQLite file (BM25 for the relevant section), or with
+    ``after_compaction`` the re-injection block: the daemon's
+    :func:`~dexai_memory.recall.reinjection.l1_block` on the read-only
+    :class:`~dexai_memory.providers.native.reader.SqliteReader`. ``snapshot`` (text)
+    is shown as the session state (the daemon stores it first; the reader cannot)."""
+    from ..providers.native.reader import SqliteReader
+    from ..recall.reinjection import l1_block
+    from ..recall.source import run_now
 
-    cfg = settings.l1_block
-    reader = SqliteReader(settings.db_path)
-    try:
-        profile = profile_of([
-            *reader.list(user_id, project, where="m.pinned = 1"),
-            *reader.list(user_id, project, where="m.tier = ?", params=[Tier.L1.value]),
-            *reader.list(user_id, project, where="m.type = 'PREFERENCE' AND m.importance >= 6"),
-        ])
-        commitments = commitments_due_soon(
-            reader.list(user_id, project, where="m.type = 'COMMITMENT'", limit=50), days=cfg.commitments_due_days)
-        session = reader.list(user_id, project, where="m.type = 'SNAPSHOT'", limit=1)
-        relevant: list[Memory] = []
-        scores: dict[str, float] = {}
-        if query:
-            visible = VisibleContext(recent)
-            for r in rank(reader.search(query, user_id, project, 40), query):
-                if r.relevance >= settings.auto_recall.relevance_threshold and not visible.holds(r.memory):
-                    relevant.append(r.memory)
-                    scores[r.memory.id] = r.score
-                if len(relevant) >= settings.auto_recall.max_memories:
-                    break
-    finally:
-        reader.close()
-    if snapshot:
-        session = [snapshot_memory(snapshot, user_id, session_id)]
-    profile = [m for m in profile if m.type is not MemoryType.SNAPSHOT]
-    inputs = BlockInputs(profile=profile, relevant=relevant, commitments=commitments, session=session, scores=scores)
-    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=sum(budgets_of(cfg)) + FENCE_TOKENS)
-
+    session = [snapshot_memory(snapshot, user_id, session_id)] if snapshot else None
+    with SqliteReader(settings.db_path) as reader:
+        return run_now(l1_block(reader, user_id, settings, query=query, recent=recent, project=project,
+                                session_id=session_id, after_compaction=after_compaction, session=session))
 
 
 # --------------------------------------------------------------------------- enqueue

@@ -46,6 +46,7 @@ from ..tokens import count_tokens, truncate_to_tokens
 if TYPE_CHECKING:
     from ..config import L1BlockConfig
     from ..providers.base import MemoryProvider
+    from .source import RecallSource
 
 FENCE_OPEN = "<dexai-memory>"
 FENCE_CLOSE = "</dexai-memory>"
@@ -418,14 +419,16 @@ def profile_of(memories: Sequence[Memory]) -> list[Memory]:
     return unique
 
 
-async def gather_block_inputs(provider: MemoryProvider, *, user_id: str, project: str | None = None,
+async def gather_block_inputs(provider: RecallSource, *, user_id: str, project: str | None = None,
                               relevant: Sequence[Memory] = (), scores: dict[str, float] | None = None,
                               commitments_due_days: int = 7, session_id: str | None = None,
-                              now: datetime | None = None) -> BlockInputs:
+                              now: datetime | None = None, session: Sequence[Memory] | None = None) -> BlockInputs:
     """Fetch profile, commitments and the latest snapshot from ``provider``.
 
     ``relevant`` (from auto-recall) is passed through. The snapshot of
     ``session_id`` is preferred; otherwise the newest snapshot in scope.
+    ``session``, when given, is used instead of the stored snapshot (the command
+    hook's read-only reader cannot store the snapshot it was handed).
     """
     pinned = await provider.list(user_id=user_id, filters=SearchFilters(project=project, pinned=True), limit=10)
     top_tier = await provider.list(user_id=user_id, filters=SearchFilters(project=project, tiers=(Tier.L1,)),
@@ -435,13 +438,14 @@ async def gather_block_inputs(provider: MemoryProvider, *, user_id: str, project
     profile = [m for m in profile_of([*pinned, *top_tier, *prefs]) if m.type is not MemoryType.SNAPSHOT]
     open_commitments = await provider.list(user_id=user_id, filters=SearchFilters(
         project=project, types=(MemoryType.COMMITMENT,)), limit=50)
-    session: list[Memory] = []
-    if session_id:
-        session = await provider.list(user_id=user_id, filters=SearchFilters(
-            project=project, types=(MemoryType.SNAPSHOT,), session_id=session_id), limit=1)
-    if not session:
-        session = await provider.list(user_id=user_id, filters=SearchFilters(
-            project=project, types=(MemoryType.SNAPSHOT,)), limit=1)
+    if session is None:
+        session = []
+        if session_id:
+            session = await provider.list(user_id=user_id, filters=SearchFilters(
+                project=project, types=(MemoryType.SNAPSHOT,), session_id=session_id), limit=1)
+        if not session:
+            session = await provider.list(user_id=user_id, filters=SearchFilters(
+                project=project, types=(MemoryType.SNAPSHOT,)), limit=1)
     return BlockInputs(profile=profile, relevant=list(relevant),
                        commitments=commitments_due_soon(open_commitments, days=commitments_due_days, now=now),
                        session=session, scores=dict(scores or {}))

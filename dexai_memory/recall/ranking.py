@@ -58,7 +58,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
 from ..tokens import count_tokens
@@ -68,14 +68,13 @@ from .block import (
     SECTION_TITLES,
     BlockInputs,
     L1Block,
-    budgets_of,
     compose_block,
-    gather_block_inputs,
 )
 
 if TYPE_CHECKING:
     from ..config import Settings
     from ..providers.base import MemoryProvider
+    from .source import RecallSource
 
 logger = logging.getLogger(__name__)
 
@@ -146,13 +145,6 @@ def content_terms(text: str) -> list[str]:
             continue
         out[_stem(low)] = None
     return list(out)
-
-
-def fts_terms(text: str, max_terms: int = 32) -> list[str]:
-    """Unstemmed content words of ``text`` for an FTS5 query (the index stems them itself)."""
-    words = [w.lower().strip("'-_") for w in _WORD.findall(text)]
-    keep = [w for w in dict.fromkeys(words) if w and w not in _STOP and (len(w) > 1 or w.isdigit())]
-    return [w.replace('"', "") for w in keep[:max_terms]]
 
 
 def entities(text: str) -> set[str]:
@@ -361,12 +353,12 @@ def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: Visib
     return block, tuple(by_id[m.id] for m in block.memories)
 
 
-async def _search(provider: MemoryProvider, query: str, user_id: str, project: str | None,
+async def _search(provider: RecallSource, query: str, user_id: str, project: str | None,
                   pool: int) -> list[SearchResult]:
     return await provider.search(query, user_id=user_id, filters=SearchFilters(project=project), limit=pool)
 
 
-async def auto_recall(provider: MemoryProvider, user_id: str, prompt: str, recent: Sequence[str],
+async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent: Sequence[str],
                       settings: Settings, *, project: str | None = None, exclude_ids: Iterable[str] = (),
                       pool: int = DEFAULT_POOL, now: datetime | None = None,
                       record_retrieval: bool = False) -> RecallResult:
@@ -376,6 +368,8 @@ async def auto_recall(provider: MemoryProvider, user_id: str, prompt: str, recen
     raises for a skip: ``skipped_reason`` says why nothing was injected
     (``disabled``, ``continuation``, ``no results``, ``below threshold``, ...).
     Provider errors propagate (the hook layer turns them into a no-op).
+    ``record_retrieval`` needs a :class:`~dexai_memory.providers.base.MemoryProvider`
+    (the command hook's read-only reader never asks for it).
     """
     t0 = time.perf_counter()
     cfg = settings.auto_recall
@@ -402,11 +396,11 @@ async def auto_recall(provider: MemoryProvider, user_id: str, prompt: str, recen
         return done("below threshold" if all(r.relevance < cfg.relevance_threshold for r in ranked)
                     else "already visible", why=why)
     if record_retrieval:
-        await provider.record_retrieval([r.memory.id for r in mems], user_id=user_id)
+        await cast("MemoryProvider", provider).record_retrieval([r.memory.id for r in mems], user_id=user_id)
     return done(None, block, mems, why)
 
 
-async def recall_block(provider: MemoryProvider, user_id: str, query: str, settings: Settings, *,
+async def recall_block(provider: RecallSource, user_id: str, query: str, settings: Settings, *,
                        project: str | None = None, max_memories: int | None = None,
                        max_tokens: int | None = None, threshold: float | None = None,
                        recent: Sequence[str] = (), pool: int | None = None,
@@ -438,39 +432,3 @@ async def recall_block(provider: MemoryProvider, user_id: str, query: str, setti
                          max_tokens=limit, now=now, distinct_sources=True)
     reason = None if mems else ("no results" if not results else "below threshold")
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
-
-
-async def l1_block(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None = None,
-                   recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
-                   max_tokens: int | None = None, now: datetime | None = None,
-                   after_compaction: bool = False) -> L1Block:
-    """The full L1 block (profile, relevant, commitments, session state). ``query`` (the
-    last user prompt, if any) selects the relevant memories.
-
-    ``after_compaction`` gives the re-injection block instead: filled up to
-    ``auto_recall.max_tokens`` with pinned, high-importance, commitment and
-    relevant memories (:func:`dexai_memory.recall.reinjection.reinjection_block`; there
-    ``query`` should hold the last few prompts and the snapshot).
-    """
-    if after_compaction:
-        from .reinjection import reinjection_block  # it imports this module
-
-        return await reinjection_block(provider, user_id, settings, query=query, recent=recent, project=project,
-                                       session_id=session_id, max_tokens=max_tokens, now=now)
-    cfg = settings.l1_block
-    relevant: list[Memory] = []
-    scores: dict[str, float] = {}
-    if query:
-        ranked = rank(await _search(provider, query, user_id, project, DEFAULT_POOL), query, now=now)
-        visible = VisibleContext(recent)
-        for r in ranked:
-            if r.relevance >= settings.auto_recall.relevance_threshold and not visible.holds(r.memory):
-                relevant.append(r.memory)
-                scores[r.memory.id] = r.score
-            if len(relevant) >= settings.auto_recall.max_memories:
-                break
-    inputs = await gather_block_inputs(provider, user_id=user_id, project=project, relevant=relevant,
-                                       scores=scores, commitments_due_days=cfg.commitments_due_days,
-                                       session_id=session_id, now=now)
-    total = max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS
-    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now)

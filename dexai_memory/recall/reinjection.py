@@ -35,9 +35,14 @@ L1 and high-importance memories), Relevant, Coming up (commitments, framed
 forward), Session state, fenced, neutralised and under
 :data:`~dexai_memory.recall.block.MAX_INJECTION_CHARS`.
 
-Stdlib-only (models, tokens, block, recall): the command hooks' no-daemon
-fallback (:mod:`dexai_memory.hooks.command`) gathers the same inputs with
-``sqlite3`` and calls the same :func:`fill_block`.
+This module also holds :func:`l1_block`, the block injected at session start
+(and by the SDK and the Messages API loop), which gives the re-injection block
+after compaction.
+
+Stdlib-only (models, tokens, block, ranking): the command hooks' no-daemon
+fallback (:mod:`dexai_memory.hooks.command`) runs these same functions on the
+read-only :class:`~dexai_memory.providers.native.reader.SqliteReader`
+(see :mod:`dexai_memory.recall.source`).
 """
 
 from __future__ import annotations
@@ -52,22 +57,26 @@ from ..tokens import count_tokens, truncate_to_tokens
 from .block import (
     FENCE_CLOSE,
     FENCE_OPEN,
+    FENCE_TOKENS,
     MAX_INJECTION_CHARS,
     PREAMBLE,
     SECTION_TITLES,
     BlockItem,
     L1Block,
     always_on,
+    budgets_of,
     commitment_line,
     commitments_due_soon,
+    compose_block,
     display_text,
+    gather_block_inputs,
     memory_line,
 )
 from .ranking import DEFAULT_POOL, VisibleContext, content_terms, rank
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..providers.base import MemoryProvider
+    from .source import RecallSource
 
 #: Importance from which a durable memory is always re-injected after compaction.
 HIGH_IMPORTANCE = 7
@@ -216,12 +225,14 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
     return L1Block(text, count_tokens(text), tuple(items))
 
 
-async def gather_inputs(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None,
+async def gather_inputs(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None,
                         recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
-                        now: datetime | None = None) -> ReinjectionInputs:
+                        now: datetime | None = None, session: Sequence[Memory] | None = None) -> ReinjectionInputs:
     """The candidates of every priority class from ``provider``; ``query`` (see
     :func:`recall_query`) selects the relevant ones, ``recent`` is what the model
-    still sees (relevant memories it holds are left out)."""
+    still sees (relevant memories it holds are left out). ``session``, when given,
+    is the session state instead of the stored snapshot (the command hook's reader
+    cannot store the snapshot it was handed)."""
 
     async def listed(limit: int, **kw: Any) -> list[Memory]:
         return await provider.list(user_id=user_id, filters=SearchFilters(project=project, **kw), limit=limit)
@@ -234,11 +245,10 @@ async def gather_inputs(provider: MemoryProvider, user_id: str, settings: Settin
     backfill = [m for m in durable if m.importance < HIGH_IMPORTANCE]
     commitments = commitments_due_soon(await listed(MAX_COMMITMENTS, types=(MemoryType.COMMITMENT,)),
                                        days=settings.l1_block.commitments_due_days, now=now)
-    session: list[Memory] = []
-    if session_id:
-        session = await listed(1, types=(MemoryType.SNAPSHOT,), session_id=session_id)
-    if not session:
-        session = await listed(1, types=(MemoryType.SNAPSHOT,))
+    if session is None:
+        session = await listed(1, types=(MemoryType.SNAPSHOT,), session_id=session_id) if session_id else []
+        if not session:
+            session = await listed(1, types=(MemoryType.SNAPSHOT,))
     relevant: list[Memory] = []
     scores: dict[str, float] = {}
     if query:
@@ -249,12 +259,49 @@ async def gather_inputs(provider: MemoryProvider, user_id: str, settings: Settin
     return ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill)
 
 
-async def reinjection_block(provider: MemoryProvider, user_id: str, settings: Settings, *, query: str | None,
+async def reinjection_block(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None,
                             recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
-                            max_tokens: int | None = None, now: datetime | None = None) -> L1Block:
+                            max_tokens: int | None = None, now: datetime | None = None,
+                            session: Sequence[Memory] | None = None) -> L1Block:
     """The post-compaction block for ``user_id`` (see the module docstring); ``max_tokens``
-    defaults to ``auto_recall.max_tokens``."""
+    defaults to ``auto_recall.max_tokens``; ``session``: see :func:`gather_inputs`."""
     inputs = await gather_inputs(provider, user_id, settings, query=query, recent=recent, project=project,
-                                 session_id=session_id, now=now)
+                                 session_id=session_id, now=now, session=session)
     return fill_block(inputs, max_tokens=max_tokens or settings.auto_recall.max_tokens,
                       session_tokens=settings.l1_block.session_tokens, now=now)
+
+
+async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None = None,
+                   recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
+                   max_tokens: int | None = None, now: datetime | None = None,
+                   after_compaction: bool = False, session: Sequence[Memory] | None = None) -> L1Block:
+    """The full L1 block (profile, relevant, commitments, session state). ``query`` (the
+    last user prompt, if any) selects the relevant memories.
+
+    ``after_compaction`` gives the re-injection block instead: filled up to
+    ``auto_recall.max_tokens`` with pinned, high-importance, commitment and
+    relevant memories (:func:`reinjection_block`; there ``query`` should hold the
+    last few prompts and the snapshot). ``session``, when given, is the session
+    state instead of the stored snapshot (see :func:`gather_inputs`).
+    """
+    if after_compaction:
+        return await reinjection_block(provider, user_id, settings, query=query, recent=recent, project=project,
+                                       session_id=session_id, max_tokens=max_tokens, now=now, session=session)
+    cfg = settings.l1_block
+    relevant: list[Memory] = []
+    scores: dict[str, float] = {}
+    if query:
+        results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project),
+                                        limit=DEFAULT_POOL)
+        visible = VisibleContext(recent)
+        for r in rank(results, query, now=now):
+            if r.relevance >= settings.auto_recall.relevance_threshold and not visible.holds(r.memory):
+                relevant.append(r.memory)
+                scores[r.memory.id] = r.score
+            if len(relevant) >= settings.auto_recall.max_memories:
+                break
+    inputs = await gather_block_inputs(provider, user_id=user_id, project=project, relevant=relevant,
+                                       scores=scores, commitments_due_days=cfg.commitments_due_days,
+                                       session_id=session_id, now=now, session=session)
+    total = max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS
+    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now)

@@ -1,0 +1,84 @@
+"""A read-only reader of the native store with the stdlib ``sqlite3``: the command
+hook's store when no daemon answers.
+
+A command hook is a new process per event and must stay fast, so it cannot load
+aiosqlite, sqlean, numpy or the embedder. :class:`SqliteReader` reads the same
+file through the same :mod:`~dexai_memory.providers.native.schema` helpers as
+:class:`~dexai_memory.providers.native.provider.NativeProvider` (one WHERE
+clause, one full-text query, one row decoder), with BM25 only (no vectors).
+
+Its :meth:`~SqliteReader.list` and :meth:`~SqliteReader.search` have the
+provider's signatures and are coroutines that never wait, so the recall code
+(:mod:`dexai_memory.recall`) gathers from it exactly as from the provider, driven
+without an event loop by :func:`dexai_memory.recall.source.run_now`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from pathlib import Path
+from types import TracebackType
+
+from ...models import Memory, SearchFilters, SearchResult
+from .schema import SELECT, bm25_query, fts_query, list_query, row_to_memory, where_clause
+
+#: The score of the BM25 hit of rank ``r`` is ``(K + 1) / (K + r)`` (1.0 for the best), like the
+#: provider's reciprocal-rank fusion with BM25 alone.
+BM25_RANK_K = 60
+
+
+class SqliteReader:
+    """Read-only queries on the native store (FTS5, no vectors); a missing file or one
+    without the ``memories`` table reads as empty. Opens the file on the first query."""
+
+    def __init__(self, path: Path, timeout: float = 0.5):
+        self.path = path
+        self.timeout = timeout
+        self._conn: sqlite3.Connection | None = None
+        self._opened = False
+
+    def _connection(self) -> sqlite3.Connection | None:
+        if not self._opened:
+            self._opened = True
+            if self.path.is_file():
+                conn = sqlite3.connect(str(self.path), timeout=self.timeout)
+                conn.execute("PRAGMA query_only = ON")
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories'").fetchone():
+                    self._conn = conn
+                else:
+                    conn.close()
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> SqliteReader:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def list(self, *, user_id: str, filters: SearchFilters | None = None, limit: int = 100,
+                   offset: int = 0) -> builtins.list[Memory]:
+        """Memories passing ``filters``, newest first (as :meth:`NativeProvider.list`)."""
+        conn = self._connection()
+        if conn is None:
+            return []
+        sql, params = list_query(user_id, filters or SearchFilters(), limit=limit, offset=offset)
+        return [row_to_memory(r) for r in conn.execute(sql, params).fetchall()]
+
+    async def search(self, query: str, *, user_id: str, filters: SearchFilters | None = None,
+                     limit: int = 10) -> builtins.list[SearchResult]:
+        """BM25 hits as :class:`SearchResult`, best first (score: see :data:`BM25_RANK_K`)."""
+        conn = self._connection()
+        match = fts_query(query)
+        if conn is None or match is None or limit <= 0:
+            return []
+        where, params = where_clause(user_id, filters or SearchFilters(), for_search=True)
+        rows = conn.execute(*bm25_query(SELECT, match, where, params, limit)).fetchall()
+        return [SearchResult(row_to_memory(r), (BM25_RANK_K + 1.0) / (BM25_RANK_K + rank), bm25_rank=rank)
+                for rank, r in enumerate(rows, 1)]
