@@ -8,14 +8,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .base import MemoryProvider
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from .base import MemoryProvider
 
 __all__ = ["MemoryProvider", "make_provider"]
+
+
+def __getattr__(name: str) -> Any:
+    # lazy: the command hook reads the store through .native.schema / .native.reader on its
+    # fast path, and importing this package must not load the provider ABC for that
+    if name == "MemoryProvider":
+        return importlib.import_module(".base", __name__).MemoryProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_provider(settings: Settings, *, failover: bool | None = None) -> MemoryProvider:
