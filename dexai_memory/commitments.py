@@ -116,7 +116,7 @@ class NativeCommitmentStore(CommitmentStore):
 
     @staticmethod
     def _ts(value: datetime | None) -> str | None:
-        from .providers.native.provider import ts
+        from .providers.native.schema import ts
 
         return ts(value)
 

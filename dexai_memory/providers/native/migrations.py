@@ -4,11 +4,12 @@ Each ``mNNN_name()`` returns the SQL script of migration NNN; the script runs
 once, inside one transaction together with its row in the ``schema_migrations``
 table, so a failed migration leaves the database as it was. :func:`migrate` applies the missing ones in
 order. Before it changes a database that already holds data, the caller
-(:class:`~dexai_memory.providers.native.provider.NativeProvider`) copies the file to a
+(:class:`~dexai_memory.providers.native.database.Database`) copies the file to a
 backup, so nothing is overwritten without one.
 
 The vector table (``memories_vec``) is not created here: its dimension depends
-on the embedder, so the provider creates it on first use (see ``ensure_vec``).
+on the embedder, so the provider creates it on first use
+(:meth:`~dexai_memory.providers.native.vectors.Vectors.setup`).
 """
 
 from __future__ import annotations
