@@ -65,8 +65,7 @@ async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: st
     mode = resolve_vectors(vectors, len(turns), ctx.settings.embedding.ingest_now_max_turns)
     start = time.perf_counter()
     async with make_provider(ctx.settings) as provider:
-        provider.classifier = make_classifier(ctx.settings)
-        pipeline = Pipeline(provider, ctx.settings)
+        pipeline = Pipeline(provider, ctx.settings, classifier=make_classifier(ctx.settings))
         with progress(len(turns), "ingest", enabled=not ctx.json) as update:
             report = await pipeline.ingest(turns, user_id=ctx.user, session_id=session, project=ctx.project,
                                            progress=update, vectors="later")

@@ -100,8 +100,7 @@ async def _retry(ctx: Context, ids: tuple[int, ...], list_only: bool) -> dict[st
 
         ensure_home(settings.home)
         async with make_provider(settings) as provider:
-            provider.classifier = make_classifier(settings)
-            pipeline = Pipeline(provider, settings)
+            pipeline = Pipeline(provider, settings, classifier=make_classifier(settings))
             pipeline.journal = queue.save_notes
             result["processed"] = await queue.drain(pipeline.handle)
         result["handled_by"] = "this process"

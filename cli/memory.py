@@ -21,6 +21,7 @@ from dexai_memory.config import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier
 from dexai_memory.providers import MemoryProvider, make_provider
+from dexai_memory.providers import history as timeline
 
 #: Subcommands that live in their own modules.
 LAZY = {
@@ -263,7 +264,7 @@ def search(query: str, limit: int, types: tuple[str, ...], tiers: tuple[str, ...
     async def go(p: MemoryProvider) -> list[dict[str, Any]]:
         f = filters_from(ctx, types, tiers, all_=all_)
         if as_of is not None:
-            mems = await p.as_of(as_of, user_id=ctx.user, query=query, filters=f, limit=limit)
+            mems = await timeline.as_of(p, as_of, user_id=ctx.user, query=query, filters=f, limit=limit)
             return [{"score": None, "memory": m} for m in mems]
         return [{"score": r.score, "similarity": r.similarity, "memory": r.memory}
                 for r in await p.search(query, user_id=ctx.user, filters=f, limit=limit)]
@@ -296,7 +297,7 @@ def list_(limit: int, offset: int, types: tuple[str, ...], tiers: tuple[str, ...
     async def go(p: MemoryProvider) -> list[Memory]:
         f = filters_from(ctx, types, tiers, all_=all_, session=session)
         if as_of is not None:
-            return await p.as_of(as_of, user_id=ctx.user, filters=f, limit=limit)
+            return await timeline.as_of(p, as_of, user_id=ctx.user, filters=f, limit=limit)
         return await p.list(user_id=ctx.user, filters=f, limit=limit, offset=offset)
 
     mems = with_provider(ctx, go)
@@ -351,7 +352,7 @@ def facts(limit: int, ctx: Context) -> None:
 @common_options
 def history(memory_id: str, ctx: Context) -> None:
     """The supersession chain of a memory with every decision and its reason."""
-    chain = with_provider(ctx, lambda p: p.history(memory_id, user_id=ctx.user))
+    chain = with_provider(ctx, lambda p: timeline.history(p, memory_id, user_id=ctx.user))
     if ctx.json:
         ctx.emit([{"memory": e.memory.to_dict(), "events": [ev.to_dict() for ev in e.events]} for e in chain])
         return

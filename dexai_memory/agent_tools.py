@@ -42,7 +42,8 @@ server's ``project`` / ``session_id``.
 
 ``remember`` goes through supersession: the new statement is classified
 against the most similar valid durable memories of the user (session notes,
-snapshots and transcripts are not compared) with the provider's classifier,
+snapshots and transcripts are not compared) with the daemon's classifier when
+the tools run on a daemon (Haiku with a key), else the offline rules;
 the winning decision is applied, and the agent is told what happened: added,
 updated, superseded or already known. Private sections and secrets are removed
 first (:func:`dexai_memory.privacy.redact`); if nothing meaningful is left,
@@ -71,7 +72,9 @@ from .privacy import REDACTED, redact
 from .providers.base import MemoryProvider
 from .recall.block import neutralise
 from .recall.ranking import RecalledMemory, recall_block
-from .supersession.rules import content_words, resolve
+from .supersession.classifier import UpdateClassifier
+from .supersession.decide import apply, decide
+from .supersession.rules import content_words
 
 logger = logging.getLogger(__name__)
 
@@ -266,6 +269,14 @@ def resolve_provider(source: MemoryProvider | Any) -> MemoryProvider:
     raise TypeError(f"expected a MemoryProvider or an object with a .provider, got {type(source).__name__}")
 
 
+def resolve_classifier(source: MemoryProvider | Any) -> UpdateClassifier | None:
+    """The supersession classifier ``remember`` decides with: the daemon pipeline's (Haiku when
+    configured) when ``source`` is a daemon, else None (the offline rules)."""
+    pipeline = getattr(source, "pipeline", None)
+    classifier = getattr(pipeline, "classifier", None)
+    return classifier if isinstance(classifier, UpdateClassifier) else None
+
+
 # --------------------------------------------------------------------------- the tools
 
 
@@ -302,10 +313,10 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
                   importance=importance, confidence=0.9, metadata=metadata)
     similar = [r.memory for r in await provider.search(
         clean, user_id=user_id, filters=SearchFilters(project=project, types=DURABLE_TYPES), limit=top_k)]
-    decision = resolve(await provider.classify_update(clean, similar))
+    decision = await decide(resolve_classifier(source), clean, similar)
     by_id = {m.id: m for m in similar}
     previous = by_id.get(decision.memory_id) if decision.memory_id else None
-    stored = await provider.apply_decision(decision, note)
+    stored = await apply(provider, decision, note)
     status = {
         UpdateAction.ADD: RememberStatus.ADDED,
         UpdateAction.UPDATE: RememberStatus.UPDATED,

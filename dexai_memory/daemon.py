@@ -58,7 +58,8 @@ if TYPE_CHECKING:
     from .config import ConsolidationConfig, Settings
     from .consolidation import Summarizer
     from .extraction.haiku import Extractor
-    from .providers.base import MemoryProvider, UpdateClassifier
+    from .providers.base import MemoryProvider
+    from .supersession.classifier import UpdateClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -184,13 +185,13 @@ class MemoryDaemon:
             self._provider = make_provider(self.settings)
             await self._provider.start()
         provider = self._provider
-        if self._classifier is not None:
-            provider.classifier = self._classifier
-        elif provider.classifier is None:
+        classifier = self._classifier
+        if classifier is None:
             from .extraction.haiku import make_classifier
 
-            provider.classifier = make_classifier(self.settings)
-        self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor)
+            classifier = make_classifier(self.settings)
+        self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor,
+                                 classifier=classifier)
         _ = self.pipeline.gate, self.pipeline.extractor  # build them now, not on the first turn
         self.pipeline.journal = self.queue.save_notes  # extracted notes survive a crash before storage
         await self._claim_queue()

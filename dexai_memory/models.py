@@ -420,3 +420,18 @@ class ExtractedNote:
         return Memory(content=self.content, user_id=user_id, type=self.type, importance=self.importance,
                       confidence=self.confidence, source_ids=self.source_ids, session_id=session_id,
                       project=project, metadata=metadata, **extra)
+
+
+#: ``metadata["origin"]`` of a memory extracted from tool output (a PostToolUse result: web page, file).
+TOOL_ORIGIN = "tool"
+#: ``metadata["source"]`` prefixes of turns that are tool results (command hooks, SDK callbacks).
+TOOL_SOURCES = ("claude-code:tool", "agent-sdk:tool")
+
+
+def is_tool_origin(m: Memory) -> bool:
+    """Whether ``m`` came from tool output rather than from the user or the assistant: a note the
+    pipeline marked ``origin="tool"``, or a raw tool turn archived as a transcript."""
+    meta = m.metadata or {}
+    source = meta.get("source")
+    return (meta.get("origin") == TOOL_ORIGIN or meta.get("role") == "tool"
+            or (isinstance(source, str) and source.startswith(TOOL_SOURCES)))

@@ -1,5 +1,5 @@
 """The warm path, in one direction: turn -> redaction -> gate -> queue -> extractor
--> supersession -> provider (seed 001 sections 1 and 3.1).
+-> supersession -> provider.
 
 * :meth:`Pipeline.admit` redacts a turn (:mod:`dexai_memory.privacy`) and
   scores it with the gate; the daemon queues the turns that pass.
@@ -7,9 +7,9 @@
   a batch of turns and stores each note through supersession.
 * :meth:`Pipeline.store_note` is supersession: the note is compared with the
   ``supersession.comparison_top_k`` most similar valid memories of its user,
-  classified (``provider.classify_update``: Haiku with a key, the offline
-  rules otherwise), resolved to one action and carried out with
-  ``provider.apply_decision``, which records the decision and its reason in
+  classified and resolved to one action (:func:`~dexai_memory.supersession.decide.decide`:
+  Haiku with a key, the offline rules otherwise) and carried out
+  (:func:`~dexai_memory.supersession.decide.apply`), which records the decision and its reason in
   the memory's history (``dexai memory history``). Commitments also go to
   the commitment store (:mod:`dexai_memory.commitments`).
 * :meth:`Pipeline.ingest` feeds a whole conversation through the same steps
@@ -45,6 +45,8 @@ from .commitments import CommitmentStore, commitment_store
 from .embeddings import Embedder
 from .errors import InvalidMemory, MemoryNotFound
 from .models import (
+    TOOL_ORIGIN,
+    TOOL_SOURCES,
     Commitment,
     ExtractedNote,
     Memory,
@@ -59,7 +61,8 @@ from .models import (
     utcnow,
 )
 from .supersession.candidates import CandidateIndex
-from .supersession.rules import content_words, jaccard, resolve
+from .supersession.decide import apply, decide
+from .supersession.rules import content_words, jaccard
 
 if TYPE_CHECKING:
     from .capture.gate import Gate, GateResult
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
     from .config import Settings
     from .extraction.haiku import Extractor
     from .providers.base import MemoryProvider
+    from .supersession.classifier import UpdateClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -227,8 +231,6 @@ def _caption(turn: Turn) -> str | None:
 def is_tool_turn(turn: Turn) -> bool:
     """Whether ``turn`` is a tool result (PostToolUse: role "tool", or a ``claude-code:tool-...`` /
     ``agent-sdk:tool-...`` source) rather than something the user or the assistant said."""
-    from .recall.block import TOOL_SOURCES
-
     source = turn.metadata.get("source") if turn.metadata else None
     return turn.role == "tool" or (isinstance(source, str) and source.startswith(TOOL_SOURCES))
 
@@ -304,13 +306,19 @@ class Pipeline:
     """The warm path for one provider (see the module docstring).
 
     ``gate``, ``extractor`` and ``commitments`` default to the configured
-    ones; tests pass fakes that subclass the same ABCs.
+    ones; tests pass fakes that subclass the same ABCs. ``classifier``
+    decides supersession (:func:`~dexai_memory.supersession.decide.decide`);
+    None means the offline rules. The daemon and ``dexai memory ingest`` pass
+    the configured one (:func:`~dexai_memory.extraction.factory.make_classifier`).
     """
 
     def __init__(self, provider: MemoryProvider, settings: Settings, *, gate: Gate | None = None,
-                 extractor: Extractor | None = None, commitments: CommitmentStore | None = None):
+                 extractor: Extractor | None = None, commitments: CommitmentStore | None = None,
+                 classifier: UpdateClassifier | None = None):
         self.provider = provider
         self.settings = settings
+        #: The supersession classifier (None: the offline rules).
+        self.classifier = classifier
         self._gate = gate
         self._extractor = extractor
         self.commitments = commitments or commitment_store(provider)
@@ -419,8 +427,6 @@ class Pipeline:
                                 created_at=max(stamps) if stamps else None)
         tools = [t for t in own if is_tool_turn(t)]
         if tools:
-            from .recall.block import TOOL_ORIGIN
-
             tool = next((str(t.metadata["tool"]) for t in tools if t.metadata and t.metadata.get("tool")), None)
             memory = memory.replace(metadata={**memory.metadata, "origin": TOOL_ORIGIN,
                                               **({"tool": tool} if tool else {})})
@@ -454,7 +460,7 @@ class Pipeline:
             near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id != memory.id),
                           key=lambda x: -x[0])
             existing += [m for score, m in near[:top_k] if score > 0]
-        decision = resolve(await self.provider.classify_update(memory.content, existing))
+        decision = await decide(self.classifier, memory.content, existing)
         target = next((m for m in existing if m.id == decision.memory_id), None)
         if decision.action is not UpdateAction.ADD and target is None:
             return UpdateDecision(UpdateAction.ADD, None, f"classifier named an unknown memory "
@@ -502,7 +508,7 @@ class Pipeline:
             if target is not None and target.id in batch.pending:
                 await self.flush_batch(batch, report)
         try:
-            stored = await self.provider.apply_decision(decision, memory)
+            stored = await apply(self.provider, decision, memory)
         except InvalidMemory as exc:  # the id exists after all (a soft-deleted note): never store it again
             report.skipped += 1
             logger.debug("note %s not stored: %s", memory.id, exc)
@@ -563,8 +569,7 @@ class Pipeline:
         """Whether ingest finds supersession candidates by word overlap (the offline classifier)."""
         from .supersession.rules import OfflineClassifier
 
-        classifier = getattr(self.provider, "classifier", None)
-        return classifier is None or isinstance(classifier, OfflineClassifier)
+        return self.classifier is None or isinstance(self.classifier, OfflineClassifier)
 
     async def ingest(self, turns: Iterable[Turn], *, user_id: str, session_id: str | None = None,
                      project: str | None = None, progress: ProgressCallback | None = None,

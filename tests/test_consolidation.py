@@ -13,6 +13,7 @@ from dexai_memory.config import Settings, load_settings
 from dexai_memory.consolidation import cleanup, consolidate, known_users, word_overlap
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, utcnow
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
 from tests.pipeline_fakes import JoinSummarizer
 
@@ -63,7 +64,7 @@ async def test_consolidate_by_word_overlap(bm25_provider: NativeProvider) -> Non
     for m in old:
         after = await p.get(m.id, user_id="u")
         assert after.superseded_by == abstract.id and not after.is_valid  # superseded, not deleted
-        history = await p.history(m.id, user_id="u")
+        history = await timeline.history(p, m.id, user_id="u")
         assert any(e.action == "CONSOLIDATED" and "similar" in e.reason for h in history for e in h.events)
     valid = {m.content for m in await p.list(user_id="u")}
     assert "Caroline went hiking in the Rocky Mountains in May" in valid  # the pinned one

@@ -12,6 +12,7 @@ import pytest
 from dexai_memory.embeddings import Embedder
 from dexai_memory.errors import MemoryNotFound, ProviderUnavailable
 from dexai_memory.models import HealthStatus, Memory, MemoryEvent, SearchFilters, SearchResult
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.base import MemoryProvider
 from dexai_memory.providers.fallback import FailoverProvider
 from dexai_memory.providers.native import NativeProvider
@@ -166,7 +167,7 @@ async def test_supersede_during_outage_replays_chain_and_events(failover: Failov
     new = await failover.supersede(old.id, "Sam prefers coffee", user_id="sam", reason="changed taste")
     primary.down = False
     assert await failover.recover() >= 4  # two adds, an update, two events
-    chain = await primary.store.history(new.id, user_id="sam")
+    chain = await timeline.history(primary.store, new.id, user_id="sam")
     assert [h.memory.id for h in chain] == [old.id, new.id]
     assert any(e.action == "SUPERSEDED" and e.reason == "changed taste" for e in chain[0].events)
 

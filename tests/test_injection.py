@@ -20,7 +20,7 @@ import pytest
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.hooks import command as rt
-from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, Turn
+from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, Turn, is_tool_origin
 from dexai_memory.pipeline import Pipeline, transcript_memory
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.block import (
@@ -28,9 +28,9 @@ from dexai_memory.recall.block import (
     FENCE_OPEN,
     BlockInputs,
     always_on,
+    build_block,
     commitments_due_soon,
     compose_block,
-    is_tool_origin,
     neutralise,
     profile_of,
 )
@@ -221,7 +221,7 @@ async def test_webfetch_injection_never_appears_unquoted_in_any_block(provider: 
         "post-compaction": (await l1_block(provider, "u", settings, query=query, after_compaction=True)).text,
         "recall": (await recall_block(provider, "u", query, settings)).text,
         "auto-recall": (await auto_recall(provider, "u", query, [], settings)).text,
-        "context-block": await provider.build_context_block("u", query),
+        "context-block": await build_block(provider, user_id="u", query=query),
         "hook-fallback": rt.fallback_l1_block(settings, "u", query=query).text,
         "hook-fallback-compact": rt.fallback_l1_block(settings, "u", query=query, after_compaction=True).text,
     }

@@ -15,6 +15,7 @@ from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
 
 needs_mem0 = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is not installed")
@@ -74,7 +75,7 @@ def test_native_to_mem0_and_back(seeded: dict[str, str], embedder: Embedder, iso
     assert done["copied"] == 3 and done["skipped"] == 0 and done["events"] >= 2
     async def check_mem0() -> None:
         async with Mem0Provider(isolated_home / "mem0", embedder=embedder) as mem0:
-            chain = await mem0.history(seeded["new"], user_id="sam")
+            chain = await timeline.history(mem0, seeded["new"], user_id="sam")
             assert [h.memory.id for h in chain] == [seeded["old"], seeded["new"]]
             assert any(e.action == "SUPERSEDED" and e.reason == "moved" for e in chain[0].events)
             pref = await mem0.get(seeded["pref"], user_id="sam")

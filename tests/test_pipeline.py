@@ -23,6 +23,7 @@ from dexai_memory.models import (
     UpdateAction,
 )
 from dexai_memory.pipeline import Pipeline, PipelineReport, read_turns_jsonl, transcript_id
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
 from tests.pipeline_fakes import EchoExtractor, Extractor
 
@@ -83,7 +84,7 @@ async def test_each_supersession_action(provider: NativeProvider, settings: Sett
         assert new.content == second and old.superseded_by == new.id and old.valid_until is not None
         m = old
     # every decision is in the memory's history with its reason
-    history = await provider.history(m.id, user_id="u")
+    history = await timeline.history(provider, m.id, user_id="u")
     events = [(e.action, e.reason) for h in history for e in h.events]
     wanted = {UpdateAction.NOOP: "NOOP", UpdateAction.UPDATE: "UPDATE", UpdateAction.SUPERSEDE: "SUPERSEDED"}[action]
     assert any(a == wanted and reason for a, reason in events), events
@@ -245,7 +246,7 @@ async def test_ingest_supersedes_and_dedupes_within_one_chunk(provider: NativePr
     assert (report.added, report.noop, report.superseded) == (2, 1, 1)
     valid = {m.content: m for m in await provider.list(user_id="u") if m.type is not MemoryType.TRANSCRIPT}
     assert set(valid) == {"Melanie paints sunsets over the lake", "Caroline now lives in Denver"}
-    history = await provider.history(valid["Caroline now lives in Denver"].id, user_id="u")
+    history = await timeline.history(provider, valid["Caroline now lives in Denver"].id, user_id="u")
     (old,) = [h.memory for h in history if h.memory.content == "Caroline lives in Boston"]
     assert old.mention_count == 2 and old.source_ids == ("x0", "x2")
     assert [e.action for e in await provider.events(old.id, user_id="u")] == ["ADD", "NOOP", "SUPERSEDED"]

@@ -11,6 +11,7 @@ from dexai_memory.agent_tools import RememberStatus, remember
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.models import Memory, SearchFilters, Turn, UpdateAction, UpdateDecision
 from dexai_memory.pipeline import Pipeline
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession.rules import (
     OfflineClassifier,
@@ -116,7 +117,7 @@ async def test_pipeline_never_supersedes_a_pinned_memory(provider: NativeProvide
     valid = {m.content: m for m in await provider.list(user_id="u")}
     assert set(valid) == {"Sam prefers tea", "Sam prefers coffee"}
     assert valid["Sam prefers tea"].pinned and valid["Sam prefers tea"].superseded_by is None
-    history = await provider.history(valid["Sam prefers coffee"].id, user_id="u")
+    history = await timeline.history(provider, valid["Sam prefers coffee"].id, user_id="u")
     reasons = [e.reason for h in history for e in h.events if e.action == "ADD"]
     assert any("is pinned" in r for r in reasons), reasons
     assert (await provider.get(pinned.id, user_id="u")).content == "Sam prefers tea"

@@ -27,8 +27,10 @@ from dexai_memory.models import (
     UpdateDecision,
 )
 from dexai_memory.pipeline import Pipeline
-from dexai_memory.providers.base import UpdateClassifier
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.classifier import UpdateClassifier
+from dexai_memory.supersession.decide import apply, classify
 from dexai_memory.supersession.rules import OfflineClassifier, guard_meaning, key_tokens
 
 S, A, U, N = UpdateAction.SUPERSEDE, UpdateAction.ADD, UpdateAction.UPDATE, UpdateAction.NOOP
@@ -210,24 +212,23 @@ class AlwaysUpdate(UpdateClassifier):
 
 async def test_no_classifier_can_overwrite_a_fact_with_a_different_one(provider: NativeProvider) -> None:
     """Any classifier's UPDATE that drops a name is carried out as SUPERSEDE: the old fact stays in history."""
-    provider.classifier = AlwaysUpdate()
     old = await provider.add(Memory("The user's friend Victor is allergic to peanuts.", user_id="u"))
-    decisions = await provider.classify_update("The user's friend Clara is allergic to peanuts.", [old])
+    decisions = await classify(AlwaysUpdate(), "The user's friend Clara is allergic to peanuts.", [old])
     assert [d.action for d in decisions] == [S]
-    stored = await provider.apply_decision(decisions[0], Memory("The user's friend Clara is allergic to peanuts.",
+    stored = await apply(provider, decisions[0], Memory("The user's friend Clara is allergic to peanuts.",
                                                                 user_id="u"))
     assert stored is not None and stored.id != old.id
-    history = await provider.history(stored.id, user_id="u")
+    history = await timeline.history(provider, stored.id, user_id="u")
     assert [h.memory.content for h in history] == ["The user's friend Victor is allergic to peanuts.",
                                                    "The user's friend Clara is allergic to peanuts."]
     assert history[0].memory.superseded_by == stored.id
 
 
-async def test_apply_decision_never_rewrites_a_fact_in_place_with_other_names(provider: NativeProvider) -> None:
-    """The last guard: an UPDATE handed straight to apply_decision (no classify_update) still keeps the old fact."""
+async def test_apply_never_rewrites_a_fact_in_place_with_other_names(provider: NativeProvider) -> None:
+    """The last guard: an UPDATE handed straight to apply (not through decide) still keeps the old fact."""
     old = await provider.add(Memory("The user needs to call Ana about the Tartu trip.", user_id="u"))
     new = Memory("The user needs to call Victor about the Trieste trip.", user_id="u")
-    stored = await provider.apply_decision(UpdateDecision(U, old.id, "mostly the same", merged_content=new.content),
+    stored = await apply(provider, UpdateDecision(U, old.id, "mostly the same", merged_content=new.content),
                                            new)
     assert stored is not None and stored.id != old.id
     kept = await provider.get(old.id, user_id="u")
@@ -287,7 +288,7 @@ async def test_true_updates_among_many_facts_supersede_and_keep_history(
         "the old statement is still current"
     newest = [m for m in current if new_turn in m.source_ids]
     assert len(newest) == 1 and marker in newest[0].content
-    history = await provider.history(newest[0].id, user_id="u")
+    history = await timeline.history(provider, newest[0].id, user_id="u")
     assert len(history) == 2 and old_turn in history[0].memory.source_ids
     everything = await provider.list(user_id="u", filters=SearchFilters(valid_only=False, include_archived=True),
                                      limit=1000)

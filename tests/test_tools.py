@@ -23,6 +23,7 @@ from dexai_memory.embeddings import Embedder
 from dexai_memory.errors import InvalidMemory, MemoryNotFound
 from dexai_memory.models import MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.recall.block import build_block
 
 U = "alice"
 
@@ -69,7 +70,7 @@ async def test_goal_is_an_open_commitment_shown_in_the_block(store: NativeProvid
     result = await remember(store, "Ship the compaction survival demo this week", "goal", user_id=U)
     assert result.memory is not None
     assert result.memory.metadata["commitment"]["status"] == "open"
-    block = await store.build_context_block(U, None)
+    block = await build_block(store, user_id=U, query=None)
     assert "Ship the compaction survival demo" in block
 
 

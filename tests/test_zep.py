@@ -15,6 +15,7 @@ if importlib.util.find_spec("zep_cloud") is None:
 from dexai_memory.embeddings import Embedder  # noqa: E402
 from dexai_memory.errors import MissingExtra, ProviderError, ProviderUnavailable  # noqa: E402
 from dexai_memory.models import Memory, utcnow  # noqa: E402
+from dexai_memory.providers import history as timeline
 from dexai_memory.providers.zep import ZepProvider  # noqa: E402
 from dexai_memory.testing.fakezep import FakeZepServer  # noqa: E402
 
@@ -55,9 +56,9 @@ async def test_supersede_is_temporal_invalidation(zep: ZepProvider) -> None:
     assert edges[new.id].invalid_at is None
     # events survive the rewrite of the old edge
     assert [e.action for e in await zep.events(old.id, user_id="sam")] == ["SUPERSEDED"]
-    past = await zep.as_of(utcnow() - timedelta(seconds=30), user_id="sam")
+    past = await timeline.as_of(zep, utcnow() - timedelta(seconds=30), user_id="sam")
     assert past == []  # nothing was valid before either fact was added
-    assert [m.id for m in await zep.as_of(utcnow() + timedelta(seconds=1), user_id="sam")] == [new.id]
+    assert [m.id for m in await timeline.as_of(zep, utcnow() + timedelta(seconds=1), user_id="sam")] == [new.id]
 
 
 async def test_session_notes_go_to_a_thread(zep: ZepProvider, server: FakeZepServer) -> None:

@@ -30,7 +30,7 @@ from ..models import (
     UpdateDecision,
 )
 from ..privacy import REDACTED, redact
-from ..providers.base import UpdateClassifier
+from ..supersession.classifier import UpdateClassifier
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic

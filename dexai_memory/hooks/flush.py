@@ -67,10 +67,9 @@ async def drain_queue(settings: Settings, provider: MemoryProvider, budget: floa
                     return {"processed": 0, "pending": queue.pending_count(), "flushed": False, "busy": True}
                 await asyncio.sleep(CLAIM_POLL_SECONDS)
         budget = deadline - time.monotonic()
-        if provider.classifier is None:
-            provider.classifier = make_classifier(dataclasses.replace(
-                settings, extraction=dataclasses.replace(settings.extraction, extractor="offline")))
-        pipeline = Pipeline(provider, settings, extractor=OfflineExtractor())
+        classifier = make_classifier(dataclasses.replace(
+            settings, extraction=dataclasses.replace(settings.extraction, extractor="offline")))
+        pipeline = Pipeline(provider, settings, extractor=OfflineExtractor(), classifier=classifier)
         pipeline.journal = queue.save_notes
         processed = 0
         try:

@@ -2,11 +2,16 @@
 
 Only storage primitives are abstract (:meth:`add`, :meth:`search`, :meth:`get`,
 :meth:`update`, :meth:`delete`, :meth:`list`, :meth:`health_check`,
-:meth:`record_event`, :meth:`events`). The lifecycle operations of seed 001
-section 4.1 (supersede, classify_update, promote, consolidate, session notes,
-context blocks, history, as-of) are concrete methods built on them, so every
-backend gets the same semantics; a backend may override one to use a native
-capability (for example Zep's temporal invalidation).
+:meth:`record_event`, :meth:`events`). The lifecycle operations of the
+provider interface (supersede, apply a decision, promote, consolidate, session
+notes, pin, restore) are concrete methods built on them, so every backend gets
+the same semantics; a backend may override one to use a native capability
+(for example Zep's temporal invalidation). History and as-of queries are
+functions over these primitives (:mod:`.history`).
+
+The store decides nothing and renders nothing: supersession decisions come
+from :mod:`dexai_memory.supersession.decide`, context blocks from
+:mod:`dexai_memory.recall`.
 
 Every method is scoped by ``user_id``: no call can return or change another
 user's memory. Providers are async context managers (``async with provider:``)
@@ -20,8 +25,6 @@ import builtins
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Self
 
 from ..errors import InvalidMemory, MemoryNotFound, ProviderError
@@ -35,7 +38,7 @@ from ..models import (
     Tier,
     UpdateAction,
     UpdateDecision,
-    as_utc,
+    is_tool_origin,
     utcnow,
 )
 
@@ -51,22 +54,6 @@ UPDATABLE_FIELDS = frozenset({
 ProgressCallback = Callable[[int], None]
 
 
-class UpdateClassifier(abc.ABC):
-    """Decides ADD / UPDATE / SUPERSEDE / NOOP for a new fact against existing memories."""
-
-    @abc.abstractmethod
-    async def classify(self, new_fact: str, existing: Sequence[Memory]) -> builtins.list[UpdateDecision]:
-        """One decision per existing memory (ADD with memory_id None if ``existing`` is empty)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
-    """One memory of a supersession chain with the events recorded on it."""
-
-    memory: Memory
-    events: tuple[MemoryEvent, ...]
-
-
 class MemoryProvider(abc.ABC):
     """Async interface of a memory store. See the module docstring."""
 
@@ -75,10 +62,6 @@ class MemoryProvider(abc.ABC):
     #: Contract points this backend honours exactly; the contract suite skips the others.
     capabilities: frozenset[str] = frozenset({"as_of", "history", "hard_delete", "vector_search"})
 
-    def __init__(self) -> None:
-        self.classifier: UpdateClassifier | None = None
-
-    # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Open connections / load resources. Idempotent."""
 
@@ -238,25 +221,6 @@ class MemoryProvider(abc.ABC):
         await self.record_event(MemoryEvent(new.id, "SUPERSEDES", reason, now, related_id=old_id), user_id=user_id)
         return new
 
-    async def classify_update(self, new_fact: str, existing: Sequence[Memory]) -> builtins.list[UpdateDecision]:
-        """Classify ``new_fact`` against ``existing`` with :attr:`classifier`.
-
-        Uses the offline classifier of :mod:`dexai_memory.supersession.rules` when no
-        classifier was set (the daemon sets the Haiku one when a key exists).
-        A NOOP that would drop a name, number or date of ``new_fact`` comes
-        back as ADD, an UPDATE that would drop one of the memory's as
-        SUPERSEDE (:func:`dexai_memory.supersession.rules.guard_meaning`); a
-        SUPERSEDE or UPDATE aimed at a pinned memory comes back as ADD
-        (:func:`dexai_memory.supersession.rules.protect_pinned`).
-        """
-        from ..supersession.rules import OfflineClassifier, guard_meaning, protect_pinned
-
-        classifier = self.classifier
-        if classifier is None:
-            classifier = self.classifier = OfflineClassifier()
-        decisions = guard_meaning(await classifier.classify(new_fact, existing), new_fact, existing)
-        return protect_pinned(decisions, existing)
-
     async def apply_decision(self, decision: UpdateDecision, note: Memory) -> Memory | None:
         """Carry out one classification for ``note``; returns the memory written, or None.
 
@@ -265,27 +229,24 @@ class MemoryProvider(abc.ABC):
         ``note``; NOOP counts one more mention and raises confidence. Each
         action is logged with its reason.
 
-        As a last guard for decisions that did not come through
-        :meth:`classify_update`, an UPDATE that would drop a name, number or
-        date of the memory is carried out as SUPERSEDE (the old memory stays
-        in history) and a NOOP that would drop one of the note's as ADD
-        (:func:`dexai_memory.supersession.rules.guard_meaning`).
+        Deciding is not the store's job: callers decide with
+        :func:`dexai_memory.supersession.decide.decide` and carry the decision
+        out with :func:`dexai_memory.supersession.decide.apply`, which guards
+        the meaning of the memory once more before calling this method.
+        Storage invariants hold here whatever the decision: a pinned memory
+        is never overwritten (the note is added instead).
 
         A note from tool output (``metadata["origin"] == "tool"``) never
         rewrites or replaces a memory that did not come from a tool: it is
         added next to it. A user's note (``origin == "user"``) that repeats or
         refines a tool's memory marks it ``confirmed_by_user`` (it may then
-        enter the profile: :func:`dexai_memory.recall.block.always_on`).
+        enter the profile).
         """
-        from ..recall.block import is_tool_origin
-        from ..supersession.rules import guard_meaning
-
         uid = note.user_id
         now = utcnow()
         old = None
         if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
             old = await self.get(decision.memory_id, user_id=uid)
-            decision = guard_meaning([decision], note.content, [old])[0]
             if (decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE) and is_tool_origin(note)
                     and not is_tool_origin(old)):
                 decision = UpdateDecision(UpdateAction.ADD, None, f"tool output never rewrites or replaces memory "
@@ -380,44 +341,10 @@ class MemoryProvider(abc.ABC):
                                                                        types=(MemoryType.SESSION_NOTE,)),
                                limit=10_000)
 
-    # ------------------------------------------------------------------ context
-    async def build_context_block(self, user_id: str, current_query: str | None = None, max_tokens: int = 1000,
-                                  *, project: str | None = None) -> str:
-        """A condensed memory block for L1 injection (profile, relevant memories,
-        commitments, session state), fenced as data, within ``max_tokens``."""
-        from ..recall.block import build_block
-
-        return await build_block(self, user_id=user_id, query=current_query, max_tokens=max_tokens,
-                                 project=project)
-
     # ------------------------------------------------------------------ time
-    async def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEntry]:
-        """The supersession chain through ``memory_id``, oldest first, with each
-        memory's events (decisions and their reasons)."""
-        start = await self.get(memory_id, user_id=user_id, include_deleted=True)
-        chain: builtins.list[Memory] = [start]
-        seen = {start.id}
-        # walk back: memories superseded by the first of the chain
-        while True:
-            before = await self._superseded_by(chain[0].id, user_id)
-            before = [m for m in before if m.id not in seen]
-            if not before:
-                break
-            for m in before:
-                seen.add(m.id)
-            chain[:0] = sorted(before, key=lambda m: m.created_at)
-        # walk forward
-        while chain[-1].superseded_by and chain[-1].superseded_by not in seen:
-            try:
-                nxt = await self.get(chain[-1].superseded_by, user_id=user_id, include_deleted=True)
-            except MemoryNotFound:
-                break
-            seen.add(nxt.id)
-            chain.append(nxt)
-        return [HistoryEntry(m, tuple(await self.events(m.id, user_id=user_id))) for m in chain]
-
-    async def _superseded_by(self, memory_id: str, user_id: str) -> builtins.list[Memory]:
-        """Memories whose ``superseded_by`` is ``memory_id`` (backends may override)."""
+    async def superseded_by(self, memory_id: str, *, user_id: str) -> builtins.list[Memory]:
+        """Memories whose ``superseded_by`` is ``memory_id``, superseded and archived ones included
+        (the step :func:`~dexai_memory.providers.history.history` walks back by; backends may override)."""
         out: builtins.list[Memory] = []
         offset = 0
         while True:
@@ -427,15 +354,3 @@ class MemoryProvider(abc.ABC):
             offset += len(page)
             if len(page) < 1000:
                 return out
-
-    async def as_of(self, when: datetime | str, *, user_id: str, query: str | None = None,
-                    filters: SearchFilters | None = None, limit: int = 20) -> builtins.list[Memory]:
-        """What was valid at ``when``: memories whose validity window contains it
-        (superseded ones included), optionally ranked by ``query``."""
-        moment = as_utc(when)
-        base = filters or SearchFilters()
-        f = SearchFilters(project=base.project, types=base.types, tiers=base.tiers, session_id=base.session_id,
-                          valid_only=False, include_archived=True, as_of=moment)
-        if query:
-            return [r.memory for r in await self.search(query, user_id=user_id, filters=f, limit=limit)]
-        return await self.list(user_id=user_id, filters=f, limit=limit)

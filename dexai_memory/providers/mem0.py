@@ -454,7 +454,7 @@ class Mem0Provider(MemoryProvider):
                     return found
         return sorted(await asyncio.to_thread(scan))
 
-    async def _superseded_by(self, memory_id: str, user_id: str) -> builtins.list[Memory]:
+    async def superseded_by(self, memory_id: str, *, user_id: str) -> builtins.list[Memory]:
         items = await self._items(user_id, {"dx_superseded_by": memory_id, "dx_deleted": False})
         return [memory_from_item(i, user_id) for i in items]
 

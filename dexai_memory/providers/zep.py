@@ -414,7 +414,7 @@ class ZepProvider(MemoryProvider):
     async def count(self, *, user_id: str, filters: SearchFilters | None = None) -> int:
         return len(await self._edges(user_id, filters or SearchFilters()))
 
-    async def _superseded_by(self, memory_id: str, user_id: str) -> builtins.list[Memory]:
+    async def superseded_by(self, memory_id: str, *, user_id: str) -> builtins.list[Memory]:
         graph = await self._user(user_id, create=False)
         if graph is None:
             return []

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..models import Memory, MemoryType, SearchFilters, Tier, as_utc, utcnow
+from ..models import Memory, MemoryType, SearchFilters, Tier, as_utc, is_tool_origin, utcnow
 from ..tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
@@ -212,21 +212,6 @@ class BlockInputs:
 
 
 _YEAR = re.compile(r"\b(?:1[89]|2[01])\d\d\b")
-#: ``metadata["origin"]`` of a memory extracted from tool output (a PostToolUse result: web page, file).
-TOOL_ORIGIN = "tool"
-#: ``metadata["source"]`` prefixes of turns that are tool results (command hooks, SDK callbacks).
-TOOL_SOURCES = ("claude-code:tool", "agent-sdk:tool")
-
-
-def is_tool_origin(m: Memory) -> bool:
-    """Whether ``m`` came from tool output rather than from the user or the assistant: a note the
-    pipeline marked ``origin="tool"``, or a raw tool turn archived as a transcript."""
-    meta = m.metadata or {}
-    source = meta.get("source")
-    return (meta.get("origin") == TOOL_ORIGIN or meta.get("role") == "tool"
-            or (isinstance(source, str) and source.startswith(TOOL_SOURCES)))
-
-
 def user_confirmed(m: Memory) -> bool:
     """Whether the user vouched for ``m``: pinned it, or stated it again themselves
     (``metadata["confirmed_by_user"]``, set when a user's note repeats or refines it)."""

@@ -21,10 +21,9 @@ No loss (the meaning guard)
 ---------------------------
 UPDATE rewrites a memory in place and NOOP drops the new note, so both lose
 text when the two statements differ in meaning. :func:`guard_meaning` is
-applied by the provider to every classifier's output (offline or Haiku, in
-:meth:`~dexai_memory.providers.base.MemoryProvider.classify_update`, and
-again in :meth:`~dexai_memory.providers.base.MemoryProvider.apply_decision`
-as a last guard):
+applied to every classifier's output (offline or Haiku) by
+:func:`dexai_memory.supersession.decide.decide`, and again by
+:func:`dexai_memory.supersession.decide.apply` as a last guard:
 
 * a NOOP whose new note names something the memory does not (a name,
   number, date: :func:`key_tokens`) becomes an ADD;
@@ -72,16 +71,16 @@ Pinned memories
 ---------------
 A pinned memory changes only by explicit user action (unpin, forget, edit).
 :func:`protect_pinned` turns any SUPERSEDE or UPDATE aimed at a pinned
-memory into an ADD, with a reason that says so; the provider applies it to
-every classifier's output (offline or Haiku) in
-:meth:`~dexai_memory.providers.base.MemoryProvider.classify_update`, and
+memory into an ADD, with a reason that says so; it is applied to every
+classifier's output (offline or Haiku) by
+:func:`dexai_memory.supersession.decide.decide`, and
 :meth:`~dexai_memory.providers.base.MemoryProvider.apply_decision` refuses
 to overwrite a pinned memory as a last guard. NOOP (a repeat of the pinned
 statement) stays NOOP: it only counts a mention.
 
 The Haiku classifier (used when an API key is set) lives in
 :mod:`dexai_memory.extraction.haiku` and implements the same
-:class:`~dexai_memory.providers.base.UpdateClassifier` interface.
+:class:`~dexai_memory.supersession.classifier.UpdateClassifier` interface.
 """
 
 from __future__ import annotations
@@ -90,7 +89,7 @@ import re
 from collections.abc import Sequence, Set
 
 from ..models import Memory, UpdateAction, UpdateDecision
-from ..providers.base import UpdateClassifier
+from .classifier import UpdateClassifier
 
 _WORD = re.compile(r"[a-z0-9']+")
 _FILLER = frozenset("a an the is are was were be been am to of in on at for and or but now also still really very "

@@ -312,7 +312,7 @@ class NativeProvider(MemoryProvider):
         async with self.db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id") as cur:
             return [r[0] for r in await cur.fetchall()]
 
-    async def _superseded_by(self, memory_id: str, user_id: str) -> builtins.list[Memory]:
+    async def superseded_by(self, memory_id: str, *, user_id: str) -> builtins.list[Memory]:
         async with self.db.execute(f"SELECT {SELECT} FROM memories m WHERE m.superseded_by = ? AND m.user_id = ?",
                                    (memory_id, user_id)) as cur:
             return [row_to_memory(r) for r in await cur.fetchall()]
