@@ -70,11 +70,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, time
 
-from ..capture.gate import Gate, is_filler, regex_entities
 from ..dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
 from ..models import Commitment, ExtractedNote, MemoryType, Turn
 from ..privacy import redact
 from .haiku import Extractor
+from .signals import SignalScorer, is_filler, regex_entities
 
 __all__ = ["OfflineExtractor"]
 
@@ -661,8 +661,8 @@ def _context_speaker(item: Turn | str) -> tuple[str | None, str]:
 class OfflineExtractor(Extractor):
     """Rule-based extraction (see the module docstring). ``gate`` scores importance."""
 
-    def __init__(self, *, gate: Gate | None = None, min_content_words: int = 2):
-        self.gate = gate or Gate()
+    def __init__(self, *, gate: SignalScorer | None = None, min_content_words: int = 2):
+        self.gate = gate or SignalScorer()
         self.min_content_words = min_content_words
 
     async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
