@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from .capture.gate import Gate, GateResult
     from .config import ConsolidationConfig, Settings
     from .consolidation import Summarizer
-    from .extraction.haiku import Extractor
+    from .extraction.base import Extractor
     from .providers.base import MemoryProvider, UpdateClassifier
 
 logger = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class MemoryDaemon:
         if self._classifier is not None:
             provider.classifier = self._classifier
         elif provider.classifier is None:
-            from .extraction.haiku import make_classifier
+            from .extraction.factory import make_classifier
 
             provider.classifier = make_classifier(self.settings)
         self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor)
@@ -373,7 +373,7 @@ class MemoryDaemon:
 
     def _summarizer_for_run(self) -> Summarizer:
         if self._summarizer is None:
-            from .extraction.haiku import make_summarizer
+            from .extraction.factory import make_summarizer
 
             self._summarizer = make_summarizer(self.settings)
         return self._summarizer

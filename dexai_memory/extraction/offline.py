@@ -73,7 +73,7 @@ from datetime import UTC, datetime, time
 from ..dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
 from ..models import Commitment, ExtractedNote, MemoryType, Turn
 from ..privacy import redact
-from .haiku import Extractor
+from .base import Extractor
 from .signals import SignalScorer, is_filler, regex_entities
 
 __all__ = ["OfflineExtractor"]
