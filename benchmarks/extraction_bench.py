@@ -48,7 +48,7 @@ from benchmarks.common import BENCH_DIR, arg_parser, format_table, say, write_re
 from dexai_memory.capture.gate import Gate
 from dexai_memory.config import DEFAULT_GATE_THRESHOLD
 from dexai_memory.errors import ExtractionError
-from dexai_memory.extraction.haiku import Extractor
+from dexai_memory.extraction.base import Extractor
 from dexai_memory.models import ExtractedNote, Turn
 from dexai_memory.privacy import redact
 

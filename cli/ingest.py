@@ -56,7 +56,7 @@ async def embed_waiting(provider: MemoryProvider, ctx: Context) -> float:
 
 async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: str = "auto") -> IngestRun:
     """Read, then ingest ``path`` for ``ctx.user`` (see :class:`IngestRun`)."""
-    from dexai_memory.extraction.haiku import make_classifier
+    from dexai_memory.extraction.factory import make_classifier
     from dexai_memory.pipeline import Pipeline
     from dexai_memory.providers import make_provider
 

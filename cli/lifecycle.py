@@ -16,7 +16,7 @@ def _clip(text: str, width: int = 90) -> str:
 
 async def _consolidate(ctx: Context, *, dry_run: bool, all_users: bool, cleanup_too: bool) -> list[dict[str, Any]]:
     from dexai_memory.consolidation import cleanup, consolidate, known_users
-    from dexai_memory.extraction.haiku import make_summarizer
+    from dexai_memory.extraction.factory import make_summarizer
     from dexai_memory.providers import make_provider
 
     ensure_home(ctx.settings.home)
@@ -94,7 +94,7 @@ async def _retry(ctx: Context, ids: tuple[int, ...], list_only: bool) -> dict[st
             result["processed"] = result["requeued"] - len(queue.dead_letters()) - int(reply.get("pending") or 0)
             return result
         # no daemon: process them here
-        from dexai_memory.extraction.haiku import make_classifier
+        from dexai_memory.extraction.factory import make_classifier
         from dexai_memory.pipeline import Pipeline
         from dexai_memory.providers import make_provider
 

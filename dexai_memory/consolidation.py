@@ -40,7 +40,7 @@ from .supersession.rules import content_words
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .extraction.haiku import Summarizer
+    from .extraction.base import Summarizer
     from .providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)

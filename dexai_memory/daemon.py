@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from .capture.gate import Gate, GateResult
     from .config import ConsolidationConfig, Settings
     from .consolidation import Summarizer
-    from .extraction.haiku import Extractor
+    from .extraction.base import Extractor
     from .providers.base import MemoryProvider
     from .supersession.classifier import UpdateClassifier
 
@@ -187,7 +187,7 @@ class MemoryDaemon:
         provider = self._provider
         classifier = self._classifier
         if classifier is None:
-            from .extraction.haiku import make_classifier
+            from .extraction.factory import make_classifier
 
             classifier = make_classifier(self.settings)
         self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor,
@@ -374,7 +374,7 @@ class MemoryDaemon:
 
     def _summarizer_for_run(self) -> Summarizer:
         if self._summarizer is None:
-            from .extraction.haiku import make_summarizer
+            from .extraction.factory import make_summarizer
 
             self._summarizer = make_summarizer(self.settings)
         return self._summarizer

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from .capture.gate import Gate, GateResult
     from .capture.queue import Job
     from .config import Settings
-    from .extraction.haiku import Extractor
+    from .extraction.base import Extractor
     from .providers.base import MemoryProvider
     from .supersession.classifier import UpdateClassifier
 
@@ -340,7 +340,7 @@ class Pipeline:
     @property
     def extractor(self) -> Extractor:
         if self._extractor is None:
-            from .extraction.haiku import make_extractor
+            from .extraction.factory import make_extractor
 
             self._extractor = make_extractor(self.settings)
         return self._extractor

@@ -1,6 +1,6 @@
 """Fakes of the extraction interfaces for the pipeline, queue and daemon tests.
 
-They subclass the real ABCs of :mod:`dexai_memory.extraction.haiku`.
+They subclass the real ABCs of :mod:`dexai_memory.extraction.base`.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from dexai_memory.extraction.haiku import Extractor, Summarizer
+from dexai_memory.extraction.base import Extractor, Summarizer
 from dexai_memory.models import ExtractedNote, MemoryType, Turn
 
 __all__ = ["EchoExtractor", "Extractor", "FailingExtractor", "JoinSummarizer"]

@@ -12,16 +12,10 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.errors import ConfigError, ExtractionError
-from dexai_memory.extraction.haiku import (
-    HaikuClassifier,
-    HaikuExtractor,
-    HaikuSummarizer,
-    OfflineSummarizer,
-    make_classifier,
-    make_extractor,
-    make_summarizer,
-)
+from dexai_memory.extraction.factory import make_classifier, make_extractor, make_summarizer
+from dexai_memory.extraction.haiku import HaikuClassifier, HaikuExtractor
 from dexai_memory.extraction.offline import OfflineExtractor
+from dexai_memory.extraction.summarizer import HaikuSummarizer, OfflineSummarizer
 from dexai_memory.models import Memory, MemoryType, Turn, UpdateAction
 from dexai_memory.supersession.rules import OfflineClassifier
 from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, text_of
@@ -259,6 +253,7 @@ def test_importing_extraction_does_not_import_anthropic() -> None:
     import subprocess
     import sys
 
-    code = "import sys, dexai_memory.extraction.haiku, dexai_memory.extraction.offline; print('anthropic' in sys.modules)"
+    code = ("import sys, dexai_memory.extraction.haiku, dexai_memory.extraction.offline, "
+            "dexai_memory.extraction.summarizer, dexai_memory.extraction.factory; print('anthropic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

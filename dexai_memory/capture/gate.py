@@ -1,40 +1,10 @@
 """The heuristic gate: does this turn contain anything worth remembering?
 
-Runs on every turn, so it must be cheap (p99 well under 1 ms without NER):
-every pattern is compiled once at import. The signals and weights are those of
-seed 001 section 1.1:
-
-=====================  ======  ===============================================
-signal                 weight  examples
-=====================  ======  ===============================================
-commitment             0.4     I'll, I promise, remind me to, don't forget
-preference             0.3     I prefer, I like, I always, my favourite
-temporal               0.2     tomorrow, next week, at 3pm, last Friday
-entities               0.2     capitalised names mid-sentence, Dr. Smith, NER
-factual                0.2     I am a, I work at, I live in, I have, I went
-possessive             0.2     my doctor, our project (no antecedent)
-emotional              0.1     I'm worried, I'm excited, this is important
-novelty                0.3 x   share of entities not seen in recent turns
-=====================  ======  ===============================================
-
-and, for what a coding agent must not forget (issue 13):
-
-=====================  ======  ===============================================
-signal                 weight  examples
-=====================  ======  ===============================================
-instruction            0.4     from now on, always/never, don't, make sure,
-                               please use, watch out, heads up, whenever
-decision               0.3     we decided, chose, settled on, going with
-ownership              0.3     owns, maintains, is led by, tech lead, on-call
-goal                   0.3     the goal is, our target, I'm trying to
-project                0.3     the repo uses, our CI runs on, the API is
-technical              0.3     `code`, paths, versions, hosts, ports, sizes
-deadline               0.2     due, by the 15th, has to be ready by, the review
-                               is on March 12, the plumber is coming
-=====================  ======  ===============================================
-
-Novelty is only computed once the fast signals reach 0.2. Filler ("ok",
-"thanks", "got it", emoji only) scores exactly 0.
+Runs on every turn, so it must be cheap (p99 well under 1 ms without NER).
+The signals, their weights and the text features behind them (filler,
+regex entities) are in :mod:`dexai_memory.extraction.signals`, shared with
+the offline extractor, which rates a note's importance with them; the gate
+is that scorer with the configured threshold, plus optional spaCy NER.
 
 spaCy is never imported by this module at import time: :func:`load_ner` is the
 explicit, opt-in loader (it takes ~0.6 s), called by the daemon at start-up
@@ -45,13 +15,17 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..config import DEFAULT_GATE_THRESHOLD
 from ..errors import MissingExtra
+from ..extraction.signals import (
+    WEIGHTS,
+    GateResult,
+    NerFunc,
+    SignalScorer,
+    is_filler,
+    regex_entities,
+)
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -60,353 +34,20 @@ __all__ = ["WEIGHTS", "Gate", "GateResult", "NerFunc", "is_filler", "load_ner", 
 
 logger = logging.getLogger(__name__)
 
-#: A named-entity recogniser: text -> entity strings.
-NerFunc = Callable[[str], Sequence[str]]
 
-#: Score added by each signal (seed 001 section 1.1); novelty is multiplied by its weight.
-WEIGHTS: dict[str, float] = {
-    "commitment": 0.4,
-    "preference": 0.3,
-    "temporal": 0.2,
-    "entities": 0.2,
-    "factual": 0.2,
-    "possessive": 0.2,
-    "emotional": 0.1,
-    "novelty": 0.3,
-    "instruction": 0.4,
-    "decision": 0.3,
-    "ownership": 0.3,
-    "goal": 0.3,
-    "project": 0.3,
-    "technical": 0.3,
-    "deadline": 0.2,
-}
-#: Fast-signal score from which entity novelty is computed.
-NOVELTY_MIN_SCORE = 0.2
-
-_I = r"\b(?:I|we)"
-_ADV = r"(?:\s+(?:really|also|just|always|never|still|usually|often|sometimes|totally|definitely|actually|"
-_ADV += r"finally|recently|already|even|kinda|kind of|sort of|truly|absolutely|honestly|so|all))*"
-
-_IRREGULAR_PAST = (
-    "went|got|made|took|saw|met|had|began|bought|built|ran|won|lost|found|wrote|did|gave|came|left|heard|"
-    "taught|sang|drove|flew|ate|became|broke|brought|caught|chose|drew|fell|forgot|grew|kept|knew|rode|sold|"
-    "sent|spent|stood|swam|told|wore|read|paid|put|set|quit|spoke|sat|slept|woke|threw|won|held|led|lent|felt|"
-    "thought|tried|dug|hit|cut|lit|meant|dealt"
-)
-
-_SIGNALS: dict[str, re.Pattern[str]] = {
-    "commitment": re.compile(
-        r"\b(?:I|we)(?:'ll|\s+will|\s+shall)\b|\bI\s+promise\b|\bremind\s+(?:me|us)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b|"
-        r"\b(?:I|we)(?:'m|\s+am|'re|\s+are)\s+(?:going\s+to|gonna|planning\s+(?:to|on))\b|\b(?:I|we)\s+plan\s+to\b|"
-        r"\b(?:I|we)\s+(?:need|have|got)\s+to\b|\bI\s+must\b|\bI\s+(?:committed|agreed)\s+to\b|\bmake\s+sure\s+(?:to|I)\b|"
-        r"\b(?:to-?do|deadline|due\s+(?:on|by|date))\b|\b(?:I|we)\s+promised\b|^\s*(?:gonna|going\s+to|planning\s+to)\b|\blet'?s\s+(?:meet|catch\s+up|schedule)\b",
-        re.I,
-    ),
-    "preference": re.compile(
-        rf"{_I}{_ADV}\s+(?:like|love|enjoy|prefer|hate|dislike|adore|detest|can'?t\s+stand|don'?t\s+like|"
-        rf"(?:always|never)\s+\w+)\b|\bmy\s+fav(?:ou?rite)?s?\b|\b(?:I|we)(?:'m|\s+am|'re|\s+are){_ADV}\s+(?:a\s+)?(?:big\s+|huge\s+)?"
-        r"(?:fan\s+of|into|keen\s+on|passionate\s+about|obsessed\s+with|allergic\s+to|(?:a\s+)?(?:type\s+\d\s+)?diabetic|"
-        r"vegan|vegetarian|lactose\s+intolerant)\b|\bI'd\s+(?:rather|like)\b|"
-        r"\b(?:is|are)\s+my\s+(?:thing|jam|go-to|passion)\b|\b(?:I|we)(?:'d|\s+would)\s+love\s+to\b|"
-        rf"{_I}{_ADV}\s+(?:want|wanna|hope|wish|dream|miss)\b|\bmy\s+(?:passion|dream|goal|hobby|hobbies)\b",
-        re.I,
-    ),
-    "temporal": re.compile(
-        r"\b(?:yesterday|today|tonight|tomorrow|weekend|(?:last|next|this|past|coming)\s+"
-        r"(?:week|month|year|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|night|evening)|"
-        r"(?:on|by|until|since)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-        r"\d+\s*(?:am|pm)|at\s+\d{1,2}(?::\d{2})?|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|"
-        r"(?:\d+|a|an|one|two|three|four|five|six|few|couple\s+of)\s+(?:days?|weeks?|months?|years?)\s+ago|"
-        r"in\s+(?:\d+|a|an|one|two|three|a\s+few)\s+(?:days?|weeks?|months?|years?)|"
-        r"(?:january|february|march|april|june|july|august|september|october|november|december)|"
-        r"(?:19|20)\d{2}|deadline|birthday|anniversary|recently|lately|soon|since\s+(?:we|I)\s+last|the\s+other\s+day|ago|years?\s+old|"
-        r"the\s+\d{1,2}(?:st|nd|rd|th)|end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year))\b",
-        re.I,
-    ),
-    "factual": re.compile(
-        rf"\bI(?:'m|\s+am){_ADV}\s+(?:a|an|the|from|at|in|on|married|single|divorced|engaged|pregnant|retired|"
-        r"vegan|vegetarian|\d+|studying|working|learning|training|volunteering|taking|starting|moving|writing|"
-        r"reading|building|doing|running|playing|teaching)\b|"
-        rf"{_I}{_ADV}\s+(?:work|live|have|own|study|teach|volunteer|take|go|play|run|do|make|use|help|write|"
-        r"read|paint|cook|bake|train|practice|practise|walk|hike|visit|attend|spend|try|collect|keep|"
-        r"(?:was|were)\s+born|grew\s+up|"
-        r"'ve\s+(?:been|got|had|started|finished|decided|always|never)|\w{3,}ed|" + _IRREGULAR_PAST + r")\b|"
-        rf"\bI(?:'m|\s+am){_ADV}\s+\w{{2,}}ing\b|\b(?:I|we)(?:'ve|\s+have|'d|\s+had)\s+(?:been|got|had|\w{{3,}}ed|done|made|taken|seen|"
-        r"met|gone|bought|built|won|found|written|read|started|learned|learnt)\b|"
-        r"\b(?:I|we)\s+(?:was|were)\s+(?:a|an|the|in|at|on|born|raised|\w{3,}ing|\w{3,}ed)\b|"
-        r"(?:^|[.!?]\s+)(?:just\s+|recently\s+|finally\s+|also\s+)?(?:been|got|joined|started|picked|finished|went|"
-        r"had|made|took|bought|visited|tried|learned|signed\s+up)\b|"
-        r"\bmy\s+name\s+is\b|\bmy\s+[a-z]+\s+(?:is|are)\s+(?:a|an|the|on|in|at|with|from|called|named)\b|\bI(?:'ve|\s+have)\s+(?:got|been)\b|\b(?:I|we)\s+(?:just\s+)?(?:started|joined|moved|graduated|adopted)\b",
-        re.I,
-    ),
-    # "my doctor", "our project": any possessed noun except set phrases ("my god", "my pleasure")
-    "possessive": re.compile(
-        r"\b(?:my|our)\s+(?!(?:god|gosh|goodness|pleasure|bad|fault|turn|mind|heart|thoughts|apologies|"
-        r"condolences|word|bet|guess|point|take|two\s+cents)\b)[a-z][a-z\-]{2,}",
-        re.I,
-    ),
-    "emotional": re.compile(
-        r"\b(?:I(?:'m|\s+am|\s+was|\s+feel|\s+felt)|we(?:'re|\s+are|\s+were))" + _ADV +
-        r"\s+(?:so\s+|really\s+|very\s+|super\s+|a\s+bit\s+|kinda\s+)?"
-        r"(?:worried|excited|scared|afraid|anxious|nervous|stressed|sad|upset|happy|thrilled|proud|grateful|"
-        r"thankful|heartbroken|devastated|overwhelmed|depressed|lonely|angry|frustrated|relieved|terrified|"
-        r"ecstatic|blessed|hurt|exhausted|burnt\s+out|burned\s+out)\b|"
-        r"\b(?:this|it|that)\s+(?:is|was)\s+(?:really\s+|so\s+|very\s+)?(?:important|crucial|critical|urgent|"
-        r"a\s+big\s+deal|life-changing|huge)\b|\b(?:means|meant)\s+(?:a\s+lot|so\s+much|the\s+world)\b|"
-        r"\b(?:passed\s+away|died|diagnosed|divorce|breakup|broke\s+up|miscarriage|funeral|hospital|accident|"
-        r"love|loved|passion|passionate|joy|proud|scary|scared|tough|rough|struggl\w*|inspir\w*|grateful|"
-        r"thankful|amazing|awesome|incredible|exciting|excited|thrilled|stressful|stressed|lonely|heartbreaking|"
-        r"meaningful|rewarding|special|miss|missed|worry|worried|fear|afraid|nervous|anxious|blessed)\b",
-        re.I,
-    ),
-    # standing orders, warnings and gotchas: at a sentence start, or a standing marker anywhere
-    "instruction": re.compile(
-        r"(?:^|[.!?;:\n]\s*)(?:please\s+)?(?:always|never|don'?t|do\s+not|make\s+sure|be\s+sure|avoid|careful|"
-        r"be\s+careful|be\s+aware|watch\s+out|heads[\s-]up|warning|gotcha|beware|remember\s+to|note\s+that)\b|"
-        r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|whenever|every\s+time|(?:before|after)\s+(?:every|each|any)|"
-        r"in\s+this\s+(?:repo|project|codebase)|instead\s+of|rather\s+than|no\s+more|at\s+most|default\s+to|"
-        r"please\s+(?:use|keep|prefer|answer|write|name)|,\s+(?:no|not|never)\s+\w+)\b",
-        re.I,
-    ),
-    "decision": re.compile(
-        r"\b(?:decided|decision|chose|chosen|opted|settled\s+on|agreed\s+(?:to|on|that)|(?:going|went)\s+with|"
-        r"let'?s\s+go\s+with|switching\s+(?:to|from)|switched\s+to)\b",
-        re.I,
-    ),
-    "ownership": re.compile(
-        r"\b(?:owns|owner|maintains|maintainer|responsible\s+for|in\s+charge\s+of|leads|led\s+by|tech\s+lead|"
-        r"team\s+lead|manager|on-call|on\s+call|reviews|belongs\s+to|approves?|cofounder|co-founder)\b",
-        re.I,
-    ),
-    "goal": re.compile(r"\b(?:goal|objective|aim|target|working\s+towards?|trying\s+to)\b", re.I),
-    # a statement about the project or its environment
-    "project": re.compile(
-        r"\b(?:the|this|our)\s+(?:[\w-]+\s+){0,2}(?:repo|repository|project|codebase|app|service|api|cluster|server|"
-        r"database|db|pipeline|build|ci|frontend|backend|config|bucket|index|pool|worker|queue|cache|branch|suite|"
-        r"system|gateway|schema|site|sdk|cli|stack|infra|environment|staging|prod|production)s?\s+"
-        r"(?:(?:for|of)\s+(?:the\s+)?(?:[\w-]+\s+){1,3})?(?:is|are|uses?|runs?|lives?|has|have|needs?|handles?|"
-        r"targets?|takes?|keeps?|sits?|goes|depends|was|were|expires?)\b",
-        re.I,
-    ),
-    # names a machine reads: `code`, paths, files, versions, hosts, sizes and limits
-    "technical": re.compile(
-        r"`[^`\n]{1,200}`|(?:^|[\s(])[~.]{0,2}/?[\w.-]+/[\w.<>*-]*|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|"
-        r"md|txt|toml|ya?ml|json|lock|sh|sql|cfg|ini|conf|graphql|html|css|production)\b|\.env\b|\b\d+(?:\.\d+)+\b|"
-        r"\b\d+\s*(?:[a-z]+\s+)?(?:mb|gb|tb|kb|ms|seconds?|minutes?|hours?|days?|requests?|rps|%|percent|nodes?|replicas?|cores?|"
-        r"lines?|jobs?|ids?|workers?|agents?)\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:io|com|net|org|internal|local|dev)\b|"
-        r"\bport\s+\d+|https?://|\b(?:python|node|postgres|java|go|django|rails|react|android|ios)\s+\d",
-        re.I,
-    ),
-    "deadline": re.compile(
-        r"\b(?:due|deadline|expires?|(?:by|on)\s+the\s+(?:\d{1,2}(?:st|nd|rd|th)|end\s+of)|(?:has|have)\s+to\s+be|"
-        r"must\s+(?:be|go)|by\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|"
-        r"(?:appointment|interview|meeting|flight|call|review|exam|offsite|dinner|lunch|party|wedding|trip|visit|"
-        r"haircut|test)\b[^.!?]{0,40}\b(?:on|at|next|this|tomorrow|in)|(?:is|are)\s+coming\s+(?:on|at|next|this|tomorrow)|"
-        r"(?:is|are)\s+on\s+(?:the\s+\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|jan|feb|mar|apr|"
-        r"may|jun|jul|aug|sep|oct|nov|dec))\b",
-        re.I,
-    ),
-}
-
-def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """The same pattern for lower-cased text, without re.I (about twice as fast)."""
-    if re.search(r"\\[A-Z]", pattern.pattern):
-        raise ValueError(f"upper-case escape in a signal pattern: {pattern.pattern[:60]}")
-    return re.compile(pattern.pattern.lower())
-
-
-_SIGNALS = {name: _lowered(pattern) for name, pattern in _SIGNALS.items()}
-
-_TIME_WORDS = (
-    "yesterday today tonight tomorrow weekend weekends week weeks month months year years time day days morning "
-    "night evening monday tuesday wednesday thursday friday saturday sunday january february march april june "
-    "july august september october november december deadline birthday anniversary recently lately soon ago "
-    "old other last end"
-)
-#: A signal's regex only runs when the text holds one of its trigger words (cheap set test).
-_TRIGGERS: dict[str, frozenset[str]] = {
-    "commitment": frozenset(
-        "i'll we'll will shall promise remind forget don't dont going gonna planning plan need have got must "
-        "committed agreed sure to-do todo deadline due let's lets promised".split()),
-    "preference": frozenset("i we i'm we're i'd we'd my is are".split()),
-    "temporal": frozenset(_TIME_WORDS.split()),
-    "factual": frozenset(
-        "i i'm i've i'd we we've we'd my been got joined started picked finished went had made took bought "
-        "visited tried learned signed just recently finally also".split()),
-    "possessive": frozenset(("my", "our")),
-    "emotional": frozenset(
-        "worried excited scared afraid anxious nervous stressed sad upset happy thrilled proud grateful thankful "
-        "heartbroken devastated overwhelmed depressed lonely angry frustrated relieved terrified ecstatic blessed "
-        "hurt exhausted burnt burned important crucial critical urgent deal life-changing huge means meant passed "
-        "died diagnosed divorce breakup broke miscarriage funeral hospital accident love loved passion passionate "
-        "joy scary tough rough struggle struggles struggled struggling struggling inspire inspired inspiring "
-        "inspiration inspires amazing awesome incredible exciting stressful heartbreaking meaningful rewarding "
-        "special miss missed worry fear".split()),
-    "instruction": frozenset(
-        "always never don't dont do make be avoid careful watch heads heads-up warning gotcha beware remember note "
-        "now forward here whenever every before after this instead rather no not most default please".split()),
-    "decision": frozenset(
-        "decided decision chose chosen opted settled agreed going went let's lets switching switched".split()),
-    "ownership": frozenset(
-        "owns owner maintains maintainer responsible charge leads led lead manager on-call on reviews belongs "
-        "approve approves cofounder co-founder".split()),
-    "goal": frozenset("goal objective aim target working trying".split()),
-    "deadline": frozenset(
-        "due deadline expire expires by on has have must appointment interview meeting flight call review exam "
-        "offsite dinner lunch party wedding trip visit haircut test is are".split()),
-    "project": frozenset(
-        "repo repos repository project codebase app apps service services api cluster server servers database db "
-        "pipeline build ci frontend backend config bucket index pool worker workers queue cache branch suite "
-        "system gateway schema site sdk cli stack infra environment staging prod production".split()),
-}
-#: The technical signal's cues are not words: its regex runs when the text holds a backtick, a slash,
-#: a digit or a dot inside a word.
-_TECHNICAL_HINT = re.compile(r"[`/\d]|\.\w")
-_TOKEN = re.compile(r"[a-z][a-z'\-]*")
-_DIGIT = re.compile(r"\d")
-
-
-_FILLER_WORDS = (
-    r"ok(?:ay)?|k|kk|thanks?(?:\s+(?:you|so\s+much|a\s+lot))?|thank\s+you(?:\s+(?:so|very)\s+much)?|thx|ty|"
-    r"got\s+it|sure(?:\s+thing)?|yes|yeah|yep|yup|no|nope|nah|cool|nice|great|awesome|perfect|sounds\s+good|"
-    r"lol|lmao|haha+|hehe+|hmm+|uh+|um+|ah+|oh+|wow|alright|right|fine|good|np|no\s+problem|you'?re\s+welcome|"
-    r"hi|hey|hello|bye|goodbye|see\s+you|later|cheers|will\s+do|done|agreed|exactly|indeed|true|yes\s+please|"
-    r"no\s+thanks|makes\s+sense|i\s+see|understood|noted|roger|ack|good\s+night|good\s+morning|morning|night"
-)
-_FILLER = re.compile(rf"^(?:(?:{_FILLER_WORDS})[\s,.!?;:~\-]*)+$", re.I)
-#: Text with no letters or digits at all (emoji, punctuation).
-_NO_WORDS = re.compile(r"^[\W_]*$")
-
-_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Miss|Prof|Sir|Dame|Rev|Capt|Sgt|St)\.?\s+[A-Z][a-z]+")
-_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’\-]*(?:[ \t]+[A-Z][\w'’\-]*)*")
-_SENTENCE_ENDERS = frozenset('.!?\n"“(:;-')
-#: Capitalised words that are not names.
-_NOT_NAMES = frozenset(
-    "I I'm I've I'll I'd OK Ok Okay Yes No Yeah Hey Hi Hello Thanks Thank Wow Oh Ah Lol Haha Congrats Yay "
-    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July "
-    "August September October November December The A An And But Or So Also Dr Mr Mrs Ms Prof St".split()
-)
-#: A vocative after a greeting or thanks ("Hey Mel!", "Thanks, Caroline!") is not new information.
-_VOCATIVE = re.compile(
-    r"\b(?:hey|hi|hello|thanks|thank\s+you|congrats|congratulations|wow|yeah|yes|sure|bye|ok|okay|oh|aw+|"
-    r"haha|great|cool|nice|sorry|morning|night)[\s,!.]+(?:[A-Z][a-z]+)\b|,\s*[A-Z][a-z]+\s*[!?.]", re.I
-)
-
-
-_VOCATIVE_HINT = re.compile(r"[,!.]\s*[A-Z]|\b(?:hey|hi|hello|thanks|thank|congrats|congratulations|wow|yeah|yes|"
-                            r"sure|bye|ok|okay|oh|aw+|haha|great|cool|nice|sorry|morning|night)\s+[A-Z]", re.I)
-
-
-def is_filler(text: str) -> bool:
-    """True for text with no memory value: acknowledgements, greetings, emoji only."""
-    stripped = text.strip()
-    return not stripped or bool(_NO_WORDS.match(stripped)) or bool(_FILLER.match(stripped))
-
-
-def _char_before(text: str, pos: int) -> str:
-    """The last non-blank character of ``text`` before ``pos`` ("" at the start).
-
-    Walks back over the blanks only: the text is never sliced, so finding
-    entities stays linear in the text (issue 11: slicing the text before every
-    capitalised word made a 5 MB reply take over 35 s).
-    """
-    i = pos - 1
-    while i >= 0 and text[i].isspace():
-        i -= 1
-    return text[i] if i >= 0 else ""
-
-
-def regex_entities(text: str) -> list[str]:
-    """Named-entity candidates found by regex: titled names ("Dr. Smith"), capitalised
-    words that do not start a sentence, and acronyms. Adjacent capitalised words
-    are joined ("New York")."""
-    if _VOCATIVE_HINT.search(text):
-        text = _VOCATIVE.sub(" ", text)
-    found: list[str] = [m.group(0) for m in _TITLE.finditer(text)]
-    for m in _CAPITALISED_RUN.finditer(text):
-        words = [w for w in m.group(0).split() if w not in _NOT_NAMES]
-        if not words:
-            continue
-        before = _char_before(text, m.start())
-        if (not before or before in _SENTENCE_ENDERS) and m.group(0).split()[0] == words[0]:
-            if not (len(words[0]) > 1 and words[0].isupper()):
-                words = words[1:]  # sentence-initial capital: not evidence of a name
-        if words:
-            found.append(" ".join(words))
-    return list(dict.fromkeys(found))
-
-
-@dataclass(frozen=True, slots=True)
-class GateResult:
-    """The gate's verdict on one turn."""
-
-    score: float
-    passed: bool
-    #: Contribution of each signal that fired (name -> score added).
-    signals: dict[str, float] = field(default_factory=dict)
-
-
-class Gate:
-    """Scores a turn's memory value (see the module docstring).
+class Gate(SignalScorer):
+    """Scores a turn's memory value (see :mod:`dexai_memory.extraction.signals`).
 
     ``threshold`` is ``extraction.gate_threshold`` (0.3 by default); ``ner`` is
     an optional entity recogniser (see :func:`load_ner`) used in addition to
     the regex.
     """
 
-    def __init__(self, threshold: float = DEFAULT_GATE_THRESHOLD, ner: NerFunc | None = None):
-        self.threshold = threshold
-        self.ner = ner
-
     @classmethod
     def from_settings(cls, settings: Settings, *, with_ner: bool = False) -> Gate:
         """A gate with the configured threshold; loads spaCy only when ``with_ner`` is true."""
         ner = load_ner(settings) if with_ner else None
         return cls(settings.extraction.gate_threshold, ner=ner)
-
-    def entities(self, text: str) -> list[str]:
-        """Entities of ``text`` (regex, plus NER when configured)."""
-        found = regex_entities(text)
-        if self.ner is not None:
-            found.extend(e for e in self.ner(text) if e not in found)
-        return found
-
-    def score(self, text: str, recent: Sequence[str] = ()) -> GateResult:
-        """Score ``text`` against the recent turns ``recent`` (oldest first)."""
-        if is_filler(text):
-            return GateResult(0.0, False, {})
-        signals: dict[str, float] = {}
-        low = text.lower().replace("’", "'")
-        tokens = set(_TOKEN.findall(low))
-        for name, pattern in _SIGNALS.items():
-            if name == "technical":
-                if not _TECHNICAL_HINT.search(low):
-                    continue
-            elif tokens.isdisjoint(_TRIGGERS[name]) and not (name == "temporal" and _DIGIT.search(low)):
-                continue
-            if pattern.search(low):
-                signals[name] = WEIGHTS[name]
-        entities = self.entities(text)
-        if entities:
-            signals["entities"] = WEIGHTS["entities"]
-        score = sum(signals.values())
-        if score >= NOVELTY_MIN_SCORE and entities:
-            novelty = _novelty(entities, recent)
-            if novelty > 0:
-                signals["novelty"] = round(novelty * WEIGHTS["novelty"], 4)
-                score += signals["novelty"]
-        score = round(min(score, 1.0), 4)
-        return GateResult(score, score >= self.threshold, signals)
-
-
-def _novelty(entities: Sequence[str], recent: Sequence[str]) -> float:
-    """Share of ``entities`` that no recent turn mentions."""
-    if not recent:
-        return 1.0
-    context = " ".join(recent).lower()
-    new = sum(1 for e in entities if e.lower() not in context)
-    return new / len(entities)
 
 
 def spacy_available() -> bool:

@@ -1,25 +1,25 @@
-"""Extraction: turning conversation turns into durable notes.
+"""Claude Haiku behind the extraction interfaces: :class:`HaikuExtractor`
+(structured output via a ``record_memories`` tool) and :class:`HaikuClassifier`
+(``classify_update``), on the official ``anthropic`` client.
 
-:class:`Extractor` is the interface the queue worker calls. Two
-implementations exist: :class:`HaikuExtractor` (Claude Haiku through the
-official ``anthropic`` client, structured output via a ``record_memories``
-tool) and :class:`~dexai_memory.extraction.offline.OfflineExtractor`
-(rules, no model). :func:`make_extractor` picks one from the settings.
+:class:`HaikuTool` is the shared plumbing of one structured call: a forced
+tool, the client's retries for transport errors, one more attempt after a
+malformed answer, then :class:`~dexai_memory.errors.ExtractionError`.
+The summarizer on Haiku is in :mod:`dexai_memory.extraction.summarizer`;
+:mod:`dexai_memory.extraction.factory` picks Haiku or offline from the settings.
 """
 
 from __future__ import annotations
 
-import abc
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..dates import format_day, resolve
-from ..errors import ConfigError, ExtractionError, InvalidMemory
+from ..errors import ExtractionError, InvalidMemory
 from ..models import (
     Commitment,
     ExtractedNote,
@@ -31,87 +31,16 @@ from ..models import (
 )
 from ..privacy import REDACTED, redact
 from ..supersession.classifier import UpdateClassifier
+from .base import Extractor
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-    from ..config import Settings
-
-__all__ = [
-    "Extractor", "HaikuClassifier", "HaikuExtractor", "HaikuSummarizer", "OfflineSummarizer", "Summarizer",
-    "make_classifier", "make_extractor", "make_summarizer", "use_haiku",
-]
+__all__ = ["HaikuClassifier", "HaikuExtractor", "HaikuTool", "MalformedAnswer"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-
-class Extractor(abc.ABC):
-    """Finds durable notes in conversation turns."""
-
-    @abc.abstractmethod
-    async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
-        """Notes found in ``turns`` (``context``: earlier turns, oldest first, for reference only).
-
-        Every note's ``source_ids`` name the turns it came from. Text is
-        redacted (:func:`dexai_memory.privacy.redact`) before it is stored or
-        sent anywhere. Returns [] when there is nothing worth keeping; raises
-        :class:`~dexai_memory.errors.ExtractionError` when extraction failed
-        (the queue keeps the job as a dead letter).
-        """
-
-
-class Summarizer(abc.ABC):
-    """Writes the abstract of a cluster of memories (consolidation, seed 001 section 3.2)."""
-
-    @abc.abstractmethod
-    async def summarize(self, contents: list[str]) -> str:
-        """One self-contained abstract of ``contents`` (non-empty); raises
-        :class:`~dexai_memory.errors.ExtractionError` on failure."""
-
-
-# --------------------------------------------------------------------------- offline summary
-
-
-_WORD = re.compile(r"[a-z0-9']+")
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
-
-
-class OfflineSummarizer(Summarizer):
-    """Extractive summary: the most central statements, near-duplicates dropped, joined."""
-
-    def __init__(self, max_items: int = 5, max_chars: int = 700, duplicate_overlap: float = 0.7):
-        self.max_items = max_items
-        self.max_chars = max_chars
-        self.duplicate_overlap = duplicate_overlap
-
-    async def summarize(self, contents: list[str]) -> str:
-        items = [redact(c).strip().rstrip(".") for c in contents if c and c.strip()]
-        items = [c for c in items if c]
-        if not items:
-            raise ExtractionError("nothing to summarize")
-        bags = [_words(c) for c in items]
-
-        def centrality(i: int) -> float:
-            return sum(len(bags[i] & b) / (len(bags[i] | b) or 1) for j, b in enumerate(bags) if j != i)
-
-        order = sorted(range(len(items)), key=lambda i: (-centrality(i), i))
-        chosen: list[int] = []
-        for i in order:
-            if any(len(bags[i] & bags[j]) / (len(bags[i] | bags[j]) or 1) >= self.duplicate_overlap for j in chosen):
-                continue
-            if chosen and sum(len(items[j]) + 2 for j in chosen) + len(items[i]) > self.max_chars:
-                continue
-            chosen.append(i)
-            if len(chosen) >= self.max_items:
-                break
-        return "; ".join(items[i] for i in sorted(chosen)) + "."
-
-
-# --------------------------------------------------------------------------- Haiku
 
 #: Retries after a malformed model answer (the API's transient errors are retried by the client).
 MALFORMED_RETRIES = 1
@@ -208,22 +137,12 @@ decide, for each existing memory, one action:
 - NOOP: the new fact says the same thing (a duplicate).
 Give a short reason for every decision. Answer with classify_update."""
 
-WRITE_SUMMARY_TOOL: dict[str, Any] = {
-    "name": "write_summary",
-    "description": "Record the consolidated abstract.",
-    "input_schema": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
-}
 
-SUMMARY_SYSTEM = """You consolidate related memories into one abstract. Write 1-3 sentences in the
-third person that keep every distinct fact, name, number and date; drop repetition.
-Answer with write_summary."""
+class MalformedAnswer(Exception):
+    """The model's answer could not be used (triggers the retry)."""
 
 
-class _Malformed(Exception):
-    """The model's answer could not be used (internal: triggers the retry)."""
-
-
-class _HaikuTool:
+class HaikuTool:
     """One structured call: a forced tool, the client's retries for transport errors,
     one more attempt after a malformed answer, then :class:`ExtractionError`."""
 
@@ -236,8 +155,8 @@ class _HaikuTool:
         """Close the underlying client."""
         await self.client.close()
 
-    async def _ask(self, system: str, prompt: str, tool: dict[str, Any],
-                   parse: Callable[[Mapping[str, Any]], _T], what: str) -> _T:
+    async def ask(self, system: str, prompt: str, tool: dict[str, Any],
+                  parse: Callable[[Mapping[str, Any]], _T], what: str) -> _T:
         import anthropic  # already imported by whoever built the client
 
         problem = "no answer"
@@ -253,7 +172,7 @@ class _HaikuTool:
                 raise ExtractionError(f"{what} failed: Anthropic API error: {exc}") from exc
             try:
                 return parse(_tool_input(message, tool["name"]))
-            except _Malformed as exc:
+            except MalformedAnswer as exc:
                 problem = str(exc)
                 logger.warning("%s: malformed model output (attempt %d of %d): %s", what, attempt + 1,
                                1 + MALFORMED_RETRIES, problem)
@@ -261,7 +180,7 @@ class _HaikuTool:
 
 
 def _tool_input(message: Any, tool_name: str) -> Mapping[str, Any]:
-    """The input of the ``tool_name`` call, or JSON found in the text (repair), else _Malformed."""
+    """The input of the ``tool_name`` call, or JSON found in the text (repair), else MalformedAnswer."""
     texts: list[str] = []
     for block in getattr(message, "content", None) or []:
         kind = getattr(block, "type", None)
@@ -270,16 +189,16 @@ def _tool_input(message: Any, tool_name: str) -> Mapping[str, Any]:
             if isinstance(data, str):
                 data = _loads(data)
             if not isinstance(data, Mapping):
-                raise _Malformed(f"{tool_name} input is not an object")
+                raise MalformedAnswer(f"{tool_name} input is not an object")
             return data
         if kind == "text":
             texts.append(block.text)
     text = "\n".join(texts).strip()
     if not text:
-        raise _Malformed(f"no {tool_name} tool call and no text")
+        raise MalformedAnswer(f"no {tool_name} tool call and no text")
     data = _json_in_text(text)
     if data is None:
-        raise _Malformed(f"no {tool_name} tool call and no JSON in the text")
+        raise MalformedAnswer(f"no {tool_name} tool call and no JSON in the text")
     return data
 
 
@@ -287,7 +206,7 @@ def _loads(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise _Malformed(f"invalid JSON: {exc}") from None
+        raise MalformedAnswer(f"invalid JSON: {exc}") from None
 
 
 def _json_in_text(text: str) -> Mapping[str, Any] | None:
@@ -382,7 +301,7 @@ class HaikuExtractor(Extractor):
     """
 
     def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 2048):
-        self._tool = _HaikuTool(client, model, max_tokens=max_tokens)
+        self._tool = HaikuTool(client, model, max_tokens=max_tokens)
 
     @property
     def model(self) -> str:
@@ -412,8 +331,8 @@ class HaikuExtractor(Extractor):
         def parse(data: Mapping[str, Any]) -> list[ExtractedNote]:
             return _parse_notes(data, ids, anchor)
 
-        notes = await self._tool._ask(EXTRACTION_SYSTEM, self.prompt(turns, context), RECORD_MEMORIES_TOOL, parse,
-                                      f"extraction of turns {', '.join(ids[:3])}{'...' if len(ids) > 3 else ''}")
+        notes = await self._tool.ask(EXTRACTION_SYSTEM, self.prompt(turns, context), RECORD_MEMORIES_TOOL, parse,
+                                     f"extraction of turns {', '.join(ids[:3])}{'...' if len(ids) > 3 else ''}")
         logger.debug("Haiku extracted %d notes from %d turns", len(notes), len(turns))
         return notes
 
@@ -425,7 +344,7 @@ def _parse_notes(data: Mapping[str, Any], turn_ids: Sequence[str], anchor: datet
     if isinstance(raw, Mapping):
         raw = [raw]
     if not isinstance(raw, list):
-        raise _Malformed(f"'notes' is not a list (got {type(raw).__name__})")
+        raise MalformedAnswer(f"'notes' is not a list (got {type(raw).__name__})")
     notes: list[ExtractedNote] = []
     dropped = 0
     for item in raw:
@@ -435,7 +354,7 @@ def _parse_notes(data: Mapping[str, Any], turn_ids: Sequence[str], anchor: datet
         else:
             notes.append(note)
     if raw and not notes:
-        raise _Malformed(f"none of the {len(raw)} notes was usable")
+        raise MalformedAnswer(f"none of the {len(raw)} notes was usable")
     if dropped:
         logger.warning("dropped %d unusable note(s) of %d from the model's answer", dropped, len(raw))
     return notes
@@ -485,7 +404,7 @@ class HaikuClassifier(UpdateClassifier):
     """ADD / UPDATE / SUPERSEDE / NOOP by Claude Haiku with a ``classify_update`` tool."""
 
     def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 1024):
-        self._tool = _HaikuTool(client, model, max_tokens=max_tokens)
+        self._tool = HaikuTool(client, model, max_tokens=max_tokens)
 
     async def aclose(self) -> None:
         await self._tool.aclose()
@@ -504,7 +423,7 @@ class HaikuClassifier(UpdateClassifier):
             if isinstance(raw, Mapping):
                 raw = [raw]
             if not isinstance(raw, list):
-                raise _Malformed("'decisions' is not a list")
+                raise MalformedAnswer("'decisions' is not a list")
             decided: dict[str, UpdateDecision] = {}
             for item in raw:
                 if not isinstance(item, Mapping):
@@ -526,88 +445,9 @@ class HaikuClassifier(UpdateClassifier):
                     decided[memory_id] = UpdateDecision(action, memory_id, reason,
                                                         merged if action is UpdateAction.UPDATE else None)
             if not decided:
-                raise _Malformed("no usable decision for any existing memory")
+                raise MalformedAnswer("no usable decision for any existing memory")
             return [decided.get(m.id) or UpdateDecision(UpdateAction.ADD, None, "not classified by the model")
                     for m in existing]
 
-        return await self._tool._ask(CLASSIFY_SYSTEM, "\n".join(lines), CLASSIFY_UPDATE_TOOL, parse,
-                                     "update classification")
-
-
-class HaikuSummarizer(Summarizer):
-    """Consolidation abstracts by Claude Haiku with a ``write_summary`` tool."""
-
-    def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 1024):
-        self._tool = _HaikuTool(client, model, max_tokens=max_tokens)
-
-    async def aclose(self) -> None:
-        await self._tool.aclose()
-
-    async def summarize(self, contents: list[str]) -> str:
-        items = [redact(c).strip() for c in contents if c and c.strip()]
-        if not items:
-            raise ExtractionError("nothing to summarize")
-
-        def parse(data: Mapping[str, Any]) -> str:
-            summary = data.get("summary")
-            if not isinstance(summary, str) or len(summary.strip()) < 3:
-                raise _Malformed("'summary' is missing or empty")
-            return redact(_SPACES.sub(" ", summary).strip())
-
-        prompt = "MEMORIES:\n" + "\n".join(f"- {c}" for c in items)
-        return await self._tool._ask(SUMMARY_SYSTEM, prompt, WRITE_SUMMARY_TOOL, parse, "consolidation summary")
-
-
-# --------------------------------------------------------------------------- factories
-
-
-def api_key(settings: Settings) -> str | None:
-    """The Anthropic API key from the environment variable ``extraction.api_key_env``."""
-    return os.environ.get(settings.extraction.api_key_env) or None
-
-
-def use_haiku(settings: Settings) -> bool:
-    """Whether the Haiku implementations are configured: ``extractor: haiku``, or auto with a key.
-
-    Raises :class:`ConfigError` for ``haiku`` without a key.
-    """
-    mode = settings.extraction.extractor
-    if mode == "offline":
-        return False
-    key = api_key(settings)
-    if mode == "haiku" and not key:
-        raise ConfigError(f"extractor is haiku but ${settings.extraction.api_key_env} is not set",
-                          key="extraction.extractor")
-    return key is not None
-
-
-def make_client(settings: Settings) -> AsyncAnthropic:
-    """An ``anthropic.AsyncAnthropic`` with the configured key (``ANTHROPIC_BASE_URL`` is honoured)."""
-    import anthropic  # local: ~2.5 s to import, only paid when Haiku is used
-
-    return anthropic.AsyncAnthropic(api_key=api_key(settings), max_retries=settings.extraction.max_retries)
-
-
-def make_extractor(settings: Settings, *, client: AsyncAnthropic | None = None) -> Extractor:
-    """Haiku when configured (see :func:`use_haiku`), the offline extractor otherwise."""
-    if client is not None or use_haiku(settings):
-        return HaikuExtractor(client or make_client(settings), settings.extraction.extraction_model)
-    from .offline import OfflineExtractor
-
-    return OfflineExtractor()
-
-
-def make_classifier(settings: Settings, *, client: AsyncAnthropic | None = None) -> UpdateClassifier:
-    """:class:`HaikuClassifier` when configured, else the offline classifier."""
-    if client is not None or use_haiku(settings):
-        return HaikuClassifier(client or make_client(settings), settings.supersession.classification_model)
-    from ..supersession.rules import OfflineClassifier
-
-    return OfflineClassifier()
-
-
-def make_summarizer(settings: Settings, *, client: AsyncAnthropic | None = None) -> Summarizer:
-    """:class:`HaikuSummarizer` when configured, else :class:`OfflineSummarizer`."""
-    if client is not None or use_haiku(settings):
-        return HaikuSummarizer(client or make_client(settings), settings.consolidation.consolidation_model)
-    return OfflineSummarizer()
+        return await self._tool.ask(CLASSIFY_SYSTEM, "\n".join(lines), CLASSIFY_UPDATE_TOOL, parse,
+                                    "update classification")

@@ -48,7 +48,7 @@ async def drain_queue(settings: Settings, provider: MemoryProvider, budget: floa
     holds the queue it is waited for, unless ``yield_to_daemon`` and a daemon now runs."""
     from ..capture.queue import ExtractionQueue
     from ..daemon_control import lock_held
-    from ..extraction.haiku import make_classifier
+    from ..extraction.factory import make_classifier
     from ..extraction.offline import OfflineExtractor
     from ..pipeline import Pipeline
 
