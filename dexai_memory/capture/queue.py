@@ -67,6 +67,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import sqlite3
 import threading
@@ -337,8 +338,8 @@ class ExtractionQueue:
             try:
                 job = row_to_job(row)
             except (ValueError, KeyError, TypeError) as exc:
-                error = f"unreadable queued payload: {exc}"
-                await self._w(lambda c, i=int(row[0]), e=error: table.mark_failed(c, [i], e, dead=True))
+                await self._w(functools.partial(table.mark_failed, ids=[int(row[0])],
+                                                error=f"unreadable queued payload: {exc}", dead=True))
                 continue
             self._buffer.append(job)
             self._known.add(job.id)
