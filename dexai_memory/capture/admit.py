@@ -16,14 +16,14 @@ The capture paths:
 
 * command hooks (Stop, PostToolUse): :func:`dexai_memory.hooks.command.queue_turn`
   -> :func:`admit` -> :func:`dexai_memory.capture.queue.enqueue_turn` (``queue.db``);
-* Agent SDK hooks in process: :meth:`dexai_memory.hooks.sdk.InProcessBackend.submit`
-  -> the daemon's ``submit_turn`` -> :meth:`dexai_memory.pipeline.Pipeline.admit`
-  -> :func:`admit` -> :meth:`~dexai_memory.capture.queue.ExtractionQueue.enqueue`;
-  without a daemon, ``queue_turn`` as above;
+* Agent SDK hooks in process: ``InProcessBackend.submit`` (:mod:`dexai_memory.hooks.sdk`)
+  -> :meth:`dexai_memory.daemon.MemoryDaemon.submit_turn` -> :func:`admit`
+  -> :meth:`~dexai_memory.capture.queue.ExtractionQueue.enqueue`; without a
+  daemon, ``queue_turn`` as above;
 * the daemon's ``enqueue`` socket operation: ``submit_turn`` as above;
 * file ingest (``dexai memory ingest``): :meth:`~dexai_memory.pipeline.Pipeline.ingest`
-  -> ``Pipeline.admit`` -> :func:`admit`; the L3 transcripts it archives are
-  the redacted turns.
+  -> :meth:`~dexai_memory.pipeline.Pipeline.admit` -> :func:`admit`; the L3
+  transcripts it archives are the redacted turns.
 
 Every place text enters our files or a model, and what cleans it
 ================================================================
