@@ -4,12 +4,13 @@ Storage
     One SQLite file, ``<home>/queue.db`` (stdlib :mod:`sqlite3`, WAL,
     ``synchronous=NORMAL``), separate from the memory store so a hook process
     can write to it with nothing but the standard library
-    (:func:`~dexai_memory.capture.queue_file.enqueue_turn`; the file's schema
-    and connections are in :mod:`dexai_memory.capture.queue_file`, the SQL
-    over its rows in :mod:`dexai_memory.capture.jobs`). A row of ``jobs`` is one turn, keyed by
-    ``(user_id, turn_id)``: enqueueing the same turn twice stores it once, and
-    a turn already done is never queued again. ``dead_letters`` is a view of
-    the jobs that failed for good.
+    (:func:`~dexai_memory.capture.queue_file.enqueue_turn`). A row of ``jobs``
+    is one turn, keyed by ``(user_id, turn_id)``: enqueueing the same turn
+    twice stores it once, and a turn already done is never queued again.
+    ``dead_letters`` is a view of the jobs that failed for good. The file's
+    schema and connections are in :mod:`dexai_memory.capture.queue_file`, the
+    SQL over its rows in :mod:`dexai_memory.capture.jobs`; this module holds
+    the worker's side, :class:`ExtractionQueue`.
 
 Durability
     :meth:`ExtractionQueue.enqueue` commits the row before it returns (one
