@@ -44,6 +44,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from .capture.admit import admit
 from .capture.queue import ExtractionQueue, Job
 from .errors import DaemonError, DexaiMemoryError, QueueError
 from .ipc import IpcServer
@@ -476,12 +477,13 @@ class MemoryDaemon:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
         key = (turn.user_id, turn.session_id)
         recent = self._recent.setdefault(key, collections.deque(maxlen=RECENT_TURNS))
-        clean, verdict = self.pipeline.admit(turn, tuple(recent))
+        admission = admit(turn, tuple(recent), self.pipeline.gate)  # redact, then gate
+        clean, verdict = admission.turn, admission.verdict
         if clean is None:
             return verdict
         self._users.add(clean.user_id)
         if verdict.passed:
-            self.queue.enqueue(clean, context=tuple(recent))
+            self.queue.enqueue(clean, context=admission.context)
         recent.append(clean.content)
         return verdict
 

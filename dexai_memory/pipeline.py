@@ -199,27 +199,6 @@ def _notes_by_turn(turns: Sequence[Turn], notes: Sequence[ExtractedNote]) -> dic
     return out
 
 
-def _redact(text: str) -> str:
-    from .privacy import redact
-
-    return redact(text)
-
-
-def redact_turn(turn: Turn) -> Turn | None:
-    """The turn with private sections and secrets removed; None if nothing is left."""
-    content = _redact(turn.content).strip()
-    meta = dict(turn.metadata)
-    for key in ("caption", "blip_caption"):
-        if isinstance(meta.get(key), str):
-            meta[key] = _redact(meta[key])
-    if not content:
-        return None
-    if content == turn.content and meta == dict(turn.metadata):
-        return turn
-    return Turn(id=turn.id, user_id=turn.user_id, content=content, role=turn.role, speaker=turn.speaker,
-                timestamp=turn.timestamp, session_id=turn.session_id, project=turn.project, metadata=meta)
-
-
 def _caption(turn: Turn) -> str | None:
     for key in ("caption", "blip_caption"):
         value = turn.metadata.get(key)
@@ -347,13 +326,12 @@ class Pipeline:
 
     # ------------------------------------------------------------------ admission
     def admit(self, turn: Turn, recent: Sequence[str] = ()) -> tuple[Turn | None, GateResult]:
-        """Redact ``turn`` and score it. Returns (the redacted turn or None, the gate's verdict)."""
-        clean = redact_turn(turn)
-        if clean is None:
-            from .capture.gate import GateResult
+        """Redact ``turn``, then score it (:func:`~dexai_memory.capture.admit.admit`).
+        Returns (the redacted turn or None, the gate's verdict)."""
+        from .capture.admit import admit
 
-            return None, GateResult(0.0, False, {})
-        return clean, self.gate.score(clean.content, recent)
+        admission = admit(turn, recent, self.gate)
+        return admission.turn, admission.verdict
 
     # ------------------------------------------------------------------ extraction + storage
     async def handle(self, jobs: Sequence[Job]) -> None:
@@ -384,11 +362,14 @@ class Pipeline:
         notes of each newly extracted turn, keyed the same way, before they
         are stored.
         """
+        from .capture.admit import redact_turn
+
         saved = saved or {}
         report = PipelineReport(turns=len(items), gated=len(items))
         groups: dict[tuple[str, str | None, str | None], list[tuple[Turn, Sequence[str]]]] = {}
         for turn, context in items:
-            clean = redact_turn(turn)  # already done on admission; again for turns queued by other processes
+            # redacted on admission; again here, as the queue file is shared (see capture.admit)
+            clean = redact_turn(turn)
             if clean is not None:
                 groups.setdefault((clean.user_id, clean.session_id, clean.project), []).append((clean, context))
         for group in groups.values():

@@ -61,7 +61,7 @@ async def test_a_write_locked_past_the_retry_window_fails_loudly(tmp_path: Path,
     enqueue_turn(queue, {"id": "t0", "user_id": "u", "content": "first"})
     holder = sqlite3.connect(queue, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    import dexai_memory.capture.queue as q
+    import dexai_memory.capture.queue_file as q
 
     monkeypatch.setattr(q, "BUSY_RETRY_SECONDS", 0.2)
     try:

@@ -4,10 +4,13 @@ Storage
     One SQLite file, ``<home>/queue.db`` (stdlib :mod:`sqlite3`, WAL,
     ``synchronous=NORMAL``), separate from the memory store so a hook process
     can write to it with nothing but the standard library
-    (:func:`enqueue_turn`). A row of ``jobs`` is one turn, keyed by
-    ``(user_id, turn_id)``: enqueueing the same turn twice stores it once, and
-    a turn already done is never queued again. ``dead_letters`` is a view of
-    the jobs that failed for good.
+    (:func:`~dexai_memory.capture.queue_file.enqueue_turn`). A row of ``jobs``
+    is one turn, keyed by ``(user_id, turn_id)``: enqueueing the same turn
+    twice stores it once, and a turn already done is never queued again.
+    ``dead_letters`` is a view of the jobs that failed for good. The file's
+    schema and connections are in :mod:`dexai_memory.capture.queue_file`, the
+    SQL over its rows in :mod:`dexai_memory.capture.jobs`; this module holds
+    the worker's side, :class:`ExtractionQueue`.
 
 Durability
     :meth:`ExtractionQueue.enqueue` commits the row before it returns (one
@@ -57,7 +60,7 @@ One consumer
     (``queue.db.lock``) while it runs, so two daemons never process the same
     file. Enqueueing needs no lock.
 
-Only the standard library is imported here (the hook process path).
+Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -65,10 +68,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import fcntl
-import json
+import functools
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -77,191 +78,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PRIVATE_DIR_MODE, private_file
-from ..errors import DexaiMemoryError, QueueError
+from ..errors import QueueError
 from ..models import ExtractedNote, Turn
+from . import jobs as table
+from .jobs import DeadLetter, Job, row_to_job
+from .queue_file import (  # the hook side, importable from here too
+    INSERT_JOB,
+    QUEUE_FILENAME,
+    claim_worker_lock,
+    connect,
+    enqueue_turn,
+    job_payload,
+    queue_path,
+    release_worker_lock,
+    retry_locked,
+)
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-logger = logging.getLogger(__name__)
+__all__ = ["QUEUE_FILENAME", "DeadLetter", "ExtractionQueue", "Job", "JobHandler", "QueueError", "QueueStats",
+           "enqueue_turn", "queue_path"]
 
-QUEUE_FILENAME = "queue.db"
-SCHEMA_VERSION = 2
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id INTEGER PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    turn_id TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending',
-    attempts INTEGER NOT NULL DEFAULT 0,
-    not_before REAL NOT NULL DEFAULT 0,
-    last_error TEXT,
-    enqueued_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    notes TEXT,
-    UNIQUE (user_id, turn_id)
-);
-CREATE INDEX IF NOT EXISTS ix_jobs_status ON jobs (status, not_before, id);
-CREATE VIEW IF NOT EXISTS dead_letters AS
-    SELECT id, user_id, turn_id, payload, attempts, last_error AS error, updated_at AS failed_at
-    FROM jobs WHERE status = 'dead';
-"""
-_INSERT = ("INSERT OR IGNORE INTO jobs (user_id, turn_id, payload, status, enqueued_at, updated_at) "
-           "VALUES (?, ?, ?, 'pending', ?, ?)")
+logger = logging.getLogger(__name__)
 
 #: What the worker calls with a batch of jobs; raising marks the batch failed.
 JobHandler = Callable[[Sequence["Job"]], Awaitable[None]]
-
-
-def queue_path(home: str | Path) -> Path:
-    """``<home>/queue.db``."""
-    return Path(home) / QUEUE_FILENAME
-
-
-#: Seconds SQLite itself waits on a lock (the ``timeout`` of :func:`sqlite3.connect`).
-BUSY_TIMEOUT = 5.0
-#: Seconds a write still finding the file locked after that is retried, with a growing pause,
-#: before it fails with QueueError (bounded: a turn is never dropped silently).
-BUSY_RETRY_SECONDS = 60.0
-
-
-def _is_busy(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "database is locked" in text or "database table is locked" in text or "database is busy" in text
-
-
-def retry_locked(fn: Callable[[], Any], what: str, *, retry_seconds: float | None = None) -> Any:
-    """``fn()``, again after a growing pause while another process holds the queue file locked
-    (beyond the connection's own timeout), for at most ``retry_seconds`` (default
-    :data:`BUSY_RETRY_SECONDS`); other errors, and the last busy error, pass through."""
-    deadline = time.monotonic() + (BUSY_RETRY_SECONDS if retry_seconds is None else retry_seconds)
-    pause, attempt = 0.01, 0
-    while True:
-        try:
-            return fn()
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() + pause > deadline:
-                raise
-            attempt += 1
-            logger.info("%s: the queue file is locked by another process (attempt %d), retrying in %.2fs",
-                        what, attempt, pause)
-            time.sleep(pause)
-            pause = min(pause * 2, 0.5)
-
-
-def connect(path: str | Path, *, timeout: float = BUSY_TIMEOUT) -> sqlite3.Connection:
-    """A stdlib connection to the queue file (created 0600 with its schema if new), WAL, synchronous=NORMAL."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
-    created = not path.exists()
-    private_file(path)
-    conn: sqlite3.Connection | None = None
-    try:
-        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-        c = conn
-
-        def setup() -> None:
-            c.execute("PRAGMA journal_mode = WAL")
-            c.execute("PRAGMA synchronous = NORMAL")
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                # version 1 files (no notes journal) get the column; new files get the whole schema
-                c.execute("BEGIN IMMEDIATE")
-                try:
-                    current = c.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
-                    if current < SCHEMA_VERSION:
-                        statements = [part for part in _SCHEMA.split(";\n") if part.strip()]
-                        if current == 1:
-                            statements.append("ALTER TABLE jobs ADD COLUMN notes TEXT")
-                        statements.append(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                        for statement in statements:
-                            c.execute(statement)
-                    c.execute("COMMIT")
-                except BaseException:
-                    if c.in_transaction:
-                        c.execute("ROLLBACK")
-                    raise
-
-        retry_locked(setup, "open")
-    except sqlite3.Error as exc:
-        if conn is not None:
-            conn.close()
-        if created:  # leave no empty queue.db behind (disk full, read-only directory)
-            with contextlib.suppress(OSError):
-                if path.stat().st_size == 0:
-                    path.unlink()
-        raise QueueError(f"cannot open the extraction queue {path}: {exc}") from exc
-    return conn
-
-
-def _payload(turn: Turn | Mapping[str, Any], context: Sequence[str]) -> tuple[str, str, str]:
-    data = turn.to_dict() if isinstance(turn, Turn) else dict(turn)
-    for key in ("id", "user_id", "content"):
-        if not data.get(key):
-            raise QueueError(f"a queued turn needs {key!r}")
-    data["id"], data["user_id"] = str(data["id"]), str(data["user_id"])
-    return data["user_id"], data["id"], json.dumps({"turn": data, "context": list(context)}, default=str)
-
-
-def enqueue_turn(path: str | Path, turn: Turn | Mapping[str, Any], *, context: Sequence[str] = (),
-                 timeout: float = BUSY_TIMEOUT) -> bool:
-    """Append one turn to the queue file at ``path`` (standard library only).
-
-    For hook processes that cannot reach a daemon: the turn is committed to
-    disk and a daemon processes it when it next runs. ``turn`` is a
-    :class:`Turn` or a dict with at least ``id``, ``user_id`` and ``content``.
-    Returns False when that turn was already queued (or done). Gate and
-    redaction are the caller's job. A file locked by another process is
-    waited for (``timeout`` seconds by SQLite, then bounded retries for
-    :data:`BUSY_RETRY_SECONDS`). Raises :class:`QueueError`.
-    """
-    user_id, turn_id, payload = _payload(turn, context)
-    conn = connect(path, timeout=timeout)
-    try:
-        now = time.time()
-        return bool(retry_locked(lambda: conn.execute(_INSERT, (user_id, turn_id, payload, now, now)).rowcount > 0,
-                                 f"enqueue {turn_id}"))
-    except sqlite3.Error as exc:
-        raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
-    finally:
-        conn.close()
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One queued turn with the recent context it was said in."""
-
-    id: int
-    turn: Turn
-    context: tuple[str, ...] = ()
-    attempts: int = 0
-    #: The notes extracted from this turn by an earlier attempt that did not finish (see
-    #: :meth:`ExtractionQueue.save_notes`), or None if it was never extracted.
-    notes: tuple[ExtractedNote, ...] | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """The idempotency key: (user id, turn id)."""
-        return self.turn.user_id, self.turn.id
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """A job that failed ``max_retries + 1`` times, with its last error."""
-
-    id: int
-    user_id: str
-    turn_id: str
-    attempts: int
-    error: str
-    failed_at: float
-    content: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "user_id": self.user_id, "turn_id": self.turn_id, "attempts": self.attempts,
-                "error": self.error, "failed_at": self.failed_at, "content": self.content}
 
 
 @dataclass(slots=True)
@@ -284,18 +126,6 @@ class QueueStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__ if k != "extra"} | self.extra  # type: ignore[attr-defined]
-
-
-def _row_to_job(row: Sequence[Any]) -> Job:
-    data = json.loads(row[1])
-    notes = None
-    if row[3] is not None:
-        try:
-            notes = tuple(ExtractedNote.from_dict(n) for n in json.loads(row[3]))
-        except (ValueError, KeyError, TypeError, DexaiMemoryError) as exc:  # extract again rather than lose the turn
-            logger.warning("job %s: unreadable notes journal (%s); extracting again", row[0], exc)
-    return Job(id=int(row[0]), turn=Turn.from_dict(data["turn"]), context=tuple(data.get("context") or ()),
-               attempts=int(row[2]), notes=notes)
 
 
 class ExtractionQueue:
@@ -357,7 +187,9 @@ class ExtractionQueue:
                     conn.close()
             self._conn = self._wconn = None
         self._running = False
-        self._release_lock()
+        if self._lock_fd is not None:
+            release_worker_lock(self._lock_fd)
+            self._lock_fd = None
         self._buffer.clear()
         self._known.clear()
 
@@ -396,10 +228,10 @@ class ExtractionQueue:
             logger.warning("extraction queue full (%d jobs in memory): turn %s rejected (overflow_policy=reject)",
                            len(self._buffer), turn.id)
             raise QueueError(f"the extraction queue is full ({self.max_queue_size} jobs); turn {turn.id} rejected")
-        user_id, turn_id, payload = _payload(turn, context)
+        user_id, turn_id, payload = job_payload(turn, context)
         now = time.time()
         try:
-            cur = retry_locked(lambda: self.conn.execute(_INSERT, (user_id, turn_id, payload, now, now)),
+            cur = retry_locked(lambda: self.conn.execute(INSERT_JOB, (user_id, turn_id, payload, now, now)),
                                f"enqueue {turn_id}")
         except sqlite3.Error as exc:
             raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
@@ -417,15 +249,14 @@ class ExtractionQueue:
             level = logging.WARNING if self._stats.spilled == 1 or self._stats.spilled % 100 == 0 else logging.DEBUG
             logger.log(level, "extraction queue full (%d jobs in memory): turn %s spilled to disk, processed "
                        "later (%d spilled so far)", len(self._buffer), turn_id, self._stats.spilled)
-        self._notify(len(self._buffer) >= self.batch_size)
+        if len(self._buffer) >= self.batch_size:
+            self.notify()
         return True
 
     def notify(self) -> None:
-        """Wake the worker now (for example after another process wrote to the file)."""
-        self._notify()
-
-    def _notify(self, now: bool = True) -> None:
-        if self._wake is None or self._loop is None or not now:
+        """Wake the worker now (for example after another process wrote to the file, or a hook's
+        turn ended)."""
+        if self._wake is None or self._loop is None:
             return
         try:
             running = asyncio.get_running_loop()
@@ -437,22 +268,6 @@ class ExtractionQueue:
             self._loop.call_soon_threadsafe(self._wake.set)
 
     # ------------------------------------------------------------------ consumer side
-    def _claim_lock(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise QueueError(f"another worker (a running 'dexai daemon'?) is processing {self.path}") from None
-        self._lock_fd = fd
-
-    def _release_lock(self) -> None:
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
     @property
     def running(self) -> bool:
         """True while a worker (:meth:`run` or :meth:`drain`) is consuming."""
@@ -483,7 +298,7 @@ class ExtractionQueue:
         self.open()
         if self._running:
             raise QueueError("a worker is already consuming this queue")
-        self._claim_lock()
+        self._lock_fd = claim_worker_lock(self.path)
         self._running = True
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -505,7 +320,9 @@ class ExtractionQueue:
             self._wake = None
             if self._idle is not None:
                 self._idle.set()
-            self._release_lock()
+            if self._lock_fd is not None:
+                release_worker_lock(self._lock_fd)
+                self._lock_fd = None
 
     async def _refill(self) -> int:
         room = self.max_queue_size - len(self._buffer)
@@ -520,9 +337,10 @@ class ExtractionQueue:
             if int(row[0]) in self._known or added >= room:
                 continue
             try:
-                job = _row_to_job(row)
+                job = row_to_job(row)
             except (ValueError, KeyError, TypeError) as exc:
-                await self._fail_many([int(row[0])], f"unreadable queued payload: {exc}", dead=True)
+                await self._w(functools.partial(table.mark_failed, ids=[int(row[0])],
+                                                error=f"unreadable queued payload: {exc}", dead=True))
                 continue
             self._buffer.append(job)
             self._known.add(job.id)
@@ -610,26 +428,11 @@ class ExtractionQueue:
         """
         if not notes:
             return
-        rows = [(json.dumps([n.to_dict() for n in ns]), time.time(), job_id) for job_id, ns in notes.items()]
-
-        def save(c: sqlite3.Connection) -> None:
-            c.execute("BEGIN IMMEDIATE")
-            c.executemany("UPDATE jobs SET notes = ?, updated_at = ? WHERE id = ?", rows)
-            c.execute("COMMIT")
-
-        await self._w(save)
+        await self._w(lambda c: table.journal_notes(c, notes))
 
     async def _done(self, jobs: Sequence[Job]) -> None:
         ids = [j.id for j in jobs]
-        now = time.time()
-
-        def mark(c: sqlite3.Connection) -> None:
-            c.execute("BEGIN IMMEDIATE")
-            c.executemany("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL WHERE id = ?",
-                          [(now, i) for i in ids])
-            c.execute("COMMIT")
-
-        await self._w(mark)
+        await self._w(lambda c: table.mark_done(c, ids))
         self._stats.processed += len(ids)
 
     async def _failed(self, job: Job, exc: BaseException) -> None:
@@ -639,21 +442,13 @@ class ExtractionQueue:
         if attempts > self.max_retries:
             logger.error("extraction of turn %s (user %s) failed %d time(s), kept as a dead letter: %s",
                          job.turn.id, job.turn.user_id, attempts, error)
-            await self._fail_many([job.id], error, dead=True, attempts=attempts)
+            await self._w(lambda c: table.mark_failed(c, [job.id], error, dead=True, attempts=attempts))
         else:
             delay = self.retry_backoff * 2 ** (attempts - 1)
             logger.warning("extraction of turn %s (user %s) failed (attempt %d of %d), retrying in %.1fs: %s",
                            job.turn.id, job.turn.user_id, attempts, self.max_retries + 1, delay, error)
-            await self._fail_many([job.id], error, dead=False, attempts=attempts, delay=delay)
-
-    async def _fail_many(self, ids: Iterable[int], error: str, *, dead: bool, attempts: int | None = None,
-                         delay: float = 0.0) -> None:
-        now = time.time()
-        status = "dead" if dead else "pending"
-        rows = [(status, now + delay, error[:4000], now, attempts, i) for i in ids]
-        await self._w(lambda c: c.executemany(
-            "UPDATE jobs SET status = ?, not_before = ?, last_error = ?, updated_at = ?, "
-            "attempts = COALESCE(?, attempts + 1) WHERE id = ?", rows))
+            await self._w(lambda c: table.mark_failed(c, [job.id], error, dead=False, attempts=attempts,
+                                                      delay=delay))
 
     async def flush(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - part of the API
         """Process everything that is due now, without waiting for a full batch.
@@ -666,7 +461,7 @@ class ExtractionQueue:
             return self.pending_count(due_only=True) == 0
         self._flush_requested = True
         self._idle.clear()
-        self._notify()
+        self.notify()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
@@ -676,17 +471,11 @@ class ExtractionQueue:
     # ------------------------------------------------------------------ inspection
     def pending_count(self, *, due_only: bool = False) -> int:
         """Jobs waiting on disk (optionally only those not in a retry backoff)."""
-        if due_only:
-            row = self.conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'pending' AND not_before <= ?",
-                                    (time.time(),)).fetchone()
-        else:
-            row = self.conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'pending'").fetchone()
-        return int(row[0])
+        return table.pending_count(self.conn, due_only=due_only)
 
     def stats(self) -> QueueStats:
         """Counts from the file plus this instance's counters."""
-        counts = dict(self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
-        oldest = self.conn.execute("SELECT MIN(enqueued_at) FROM jobs WHERE status = 'pending'").fetchone()[0]
+        counts, oldest = table.status_counts(self.conn)
         s = self._stats
         s.pending, s.dead, s.done = counts.get("pending", 0), counts.get("dead", 0), counts.get("done", 0)
         s.in_memory = len(self._buffer)
@@ -695,44 +484,16 @@ class ExtractionQueue:
 
     def dead_letters(self, *, user_id: str | None = None, limit: int = 1000) -> list[DeadLetter]:
         """Jobs that failed for good, oldest first (optionally one user's)."""
-        sql = "SELECT id, user_id, turn_id, attempts, error, failed_at, payload FROM dead_letters"
-        params: list[Any] = []
-        if user_id is not None:
-            sql += " WHERE user_id = ?"
-            params.append(user_id)
-        sql += " ORDER BY id LIMIT ?"
-        params.append(limit)
-        out = []
-        for r in self.conn.execute(sql, params).fetchall():
-            try:
-                content = str(json.loads(r[6])["turn"]["content"])
-            except (ValueError, KeyError, TypeError):
-                content = ""
-            out.append(DeadLetter(int(r[0]), r[1], r[2], int(r[3]), r[4] or "", float(r[5]), content))
-        return out
+        return table.dead_letters(self.conn, user_id=user_id, limit=limit)
 
     def retry_dead_letters(self, ids: Iterable[int] | None = None, *, user_id: str | None = None) -> int:
         """Put dead letters back in the queue with a fresh retry budget. Returns how many."""
-        now = time.time()
-        sql = "UPDATE jobs SET status = 'pending', attempts = 0, not_before = 0, updated_at = ? WHERE status = 'dead'"
-        params: list[Any] = [now]
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            params.append(user_id)
-        if ids is not None:
-            id_list = [int(i) for i in ids]
-            if not id_list:
-                return 0
-            sql += f" AND id IN ({','.join('?' * len(id_list))})"
-            params.extend(id_list)
-        count = int(self.conn.execute(sql, params).rowcount)
+        count = table.retry_dead_letters(self.conn, ids, user_id=user_id)
         if count:
             logger.info("%d dead letter(s) put back in the extraction queue", count)
-            self._notify()
+            self.notify()
         return count
 
     def purge_done(self, older_than_seconds: float = 30 * 86400) -> int:
         """Delete ``done`` rows older than this (their turns could then be queued again)."""
-        cutoff = time.time() - older_than_seconds
-        return int(self.conn.execute("DELETE FROM jobs WHERE status = 'done' AND updated_at < ?",
-                                     (cutoff,)).rowcount)
+        return table.purge_done(self.conn, older_than_seconds)

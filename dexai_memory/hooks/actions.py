@@ -180,7 +180,7 @@ def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
                                      transcript_backup=req.get("transcript_backup"), project=req.get("project"))
 
     async def op_turn_end(req: dict[str, Any]) -> dict[str, Any]:
-        notify = getattr(getattr(daemon, "queue", None), "_notify", None)
+        notify = getattr(getattr(daemon, "queue", None), "notify", None)
         if callable(notify):
             notify()
         return {}

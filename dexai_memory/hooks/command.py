@@ -139,22 +139,19 @@ def fallback_l1_block(settings: Settings, user_id: str, *, query: str | None, re
 
 
 def queue_turn(settings: Settings, turn: dict[str, Any], context: Sequence[str] = ()) -> bool:
-    """Redact ``turn``, gate it, and when it passes commit it to ``<home>/queue.db`` (the same
-    order as the daemon's :meth:`~dexai_memory.pipeline.Pipeline.admit`). True when queued."""
+    """Admit ``turn`` (:func:`~dexai_memory.capture.admit.admit`: redact, then gate, as on every
+    capture path) and when it passes commit it to ``<home>/queue.db``. True when queued."""
+    from ..capture.admit import admit
     from ..capture.gate import Gate
-    from ..capture.queue import enqueue_turn, queue_path
-    from ..privacy import redact
+    from ..capture.queue_file import enqueue_turn, queue_path
 
-    content = redact(str(turn.get("content") or "")).strip()
-    if not content:
+    admission = admit(turn, context[-3:], Gate(settings.extraction.gate_threshold))
+    if admission.turn is None or not admission.passed:
         return False
-    context = [redact(c) for c in context[-3:]]
-    verdict = Gate(settings.extraction.gate_threshold).score(content, context)
-    if not verdict.passed:
-        return False
-    metadata = {**(turn.get("metadata") or {}), "gate_score": verdict.score}
-    return enqueue_turn(queue_path(settings.home), {**turn, "content": content, "metadata": metadata},
-                        context=context)
+    clean = admission.turn
+    metadata = {**clean.metadata, "gate_score": admission.verdict.score}
+    return enqueue_turn(queue_path(settings.home), {**turn, "content": clean.content, "metadata": metadata},
+                        context=admission.context)
 
 
 # --------------------------------------------------------------------------- the command backend

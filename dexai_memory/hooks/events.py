@@ -64,6 +64,7 @@ from .state import (
     read_transcript,
     recent_prompts,
     recent_texts,
+    redact_for_state,
     remember_injected,
     save_session,
     session_file,
@@ -188,7 +189,6 @@ def on_session_start(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
 
 
 def on_user_prompt(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
-    from ..privacy import redact
     from ..triggers import ReflectionHints
 
     settings, sid = ctx.settings, payload.get("session_id")
@@ -208,7 +208,7 @@ def on_user_prompt(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
                                    exclude_ids=[str(i) for i in state.get("injected") or []])
         reset = False
     # the prompt is kept (redacted) for Stop to queue, off this hot path
-    remember_injected(settings, sid, block.memory_ids, reset=reset, prompt=redact(prompt),
+    remember_injected(settings, sid, block.memory_ids, reset=reset, prompt=redact_for_state(prompt),
                       prompt_id=payload.get("prompt_id"), extra={"hints": hints.to_json()})
     if marker is not None:
         clear_marker(settings, sid)
@@ -218,7 +218,6 @@ def on_user_prompt(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
 
 def on_pre_compact(ctx: HookContext, payload: dict[str, Any]) -> str:
     """Checkpoint before compaction; returns the compaction instructions (plain text)."""
-    from ..privacy import redact
     from .state import write_marker
 
     settings, sid = ctx.settings, payload.get("session_id")
@@ -229,13 +228,13 @@ def on_pre_compact(ctx: HookContext, payload: dict[str, Any]) -> str:
     except OSError:
         logger.exception("transcript backup failed")
     snapshot = snapshot_text(messages)
-    snapshot = redact(snapshot) if snapshot else None
+    snapshot = redact_for_state(snapshot) if snapshot else None
     last_prompt = next((t for r, t in reversed(messages) if r == "user"), None) \
         or load_session(settings, sid).get("last_prompt")
     # the marker first: whatever happens next, the block is re-injected after compaction
     write_marker(settings, sid, {"trigger": payload.get("trigger"), "at": utcnow().isoformat(),
-                                 "snapshot": snapshot, "last_prompt": redact(last_prompt) if last_prompt else None,
-                                 "recent_prompts": [redact(p) for p in recent_prompts(messages)],
+                                 "snapshot": snapshot, "last_prompt": redact_for_state(last_prompt) if last_prompt else None,
+                                 "recent_prompts": redact_for_state(recent_prompts(messages)),
                                  "transcript_backup": str(backup) if backup else None})
     result = ctx.backend.pre_compact(user_id=ctx.user_id, session_id=sid, snapshot=snapshot,
                                      trigger=payload.get("trigger"),

@@ -10,9 +10,10 @@ The callbacks run the same events as the plugin's command hooks
 backend differs. ``memory_hooks`` takes:
 
 * a running ``MemoryDaemon``: recall and blocks from its provider, turns to
-  its queue (gated and redacted by it), PreCompact flushes its queue;
-* a started provider: recall and blocks from it; turns go to the durable queue
-  file and are extracted in process (offline extractor) in the background
+  its queue (redacted, then gated, by :func:`dexai_memory.capture.admit.admit`),
+  PreCompact flushes its queue;
+* a started provider: recall and blocks from it; turns go (admitted the same
+  way) to the durable queue file and are extracted in process (offline extractor) in the background
   after each turn (Stop does not wait for it) and at PreCompact;
 * :class:`~dexai_memory.config.Settings` (or nothing): exactly what the
   plugin's command hooks do (the daemon over its socket, started when none
@@ -109,7 +110,7 @@ class InProcessBackend(HookBackend):
     def submit(self, turn: dict[str, Any], context: Sequence[str]) -> bool:
         if self.daemon is not None and hasattr(self.daemon, "submit_turn"):
             async def submit() -> bool:
-                # the daemon redacts and gates the turn itself (and keeps the recent turns for novelty)
+                # the daemon admits the turn itself: capture.admit (and keeps the recent turns for novelty)
                 result = self.daemon.submit_turn(Turn.from_dict(turn))
                 if isinstance(result, Awaitable):
                     result = await result

@@ -193,7 +193,8 @@ def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[
                       reset: bool = False, prompt: str | None = None, prompt_id: str | None = None,
                       extra: dict[str, Any] | None = None) -> None:
     """Record injected memory ids (``reset`` after compaction: the old injections are gone),
-    the last prompt of the session (already redacted by the caller) and ``extra`` keys."""
+    the last prompt of the session (already redacted by the caller, :func:`redact_for_state`)
+    and ``extra`` keys."""
     state = load_session(settings, session_id)
     state.update(extra or {})
     if reset:
@@ -283,23 +284,31 @@ def recent_texts(payload: dict[str, Any], n: int = RECENT_MESSAGES) -> list[str]
     return [t for _, t in read_transcript(payload.get("transcript_path"))][-n:]
 
 
-def _redact_value(value: Any, redact: Any) -> Any:
+def redact_for_state(value: Any) -> Any:
+    """``value`` fit for a hook state file (session state, compaction marker, transcript backup):
+    every string in it, however nested in lists and dicts, through
+    :func:`~dexai_memory.privacy.redact` (``<private>`` text and secrets never reach our files);
+    anything else unchanged."""
+    from ..privacy import redact
+
+    return _redacted(value, redact)
+
+
+def _redacted(value: Any, redact: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
-        return [_redact_value(v, redact) for v in value]
+        return [_redacted(v, redact) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_value(v, redact) for k, v in value.items()}
+        return {k: _redacted(v, redact) for k, v in value.items()}
     return value
 
 
 def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | None:
     """Back up the transcript to ``<home>/transcripts/<session>-<time>-<trigger>.jsonl`` (L3),
-    redacted: every string of every line goes through :func:`~dexai_memory.privacy.redact`
+    redacted: every string of every line goes through :func:`redact_for_state`
     (secrets and ``<private>`` text never reach our files). At most :data:`MAX_BACKUP_BYTES`
     (the end of a bigger file); mode 0600."""
-    from ..privacy import redact
-
     src = transcript_file(payload.get("transcript_path"))
     if not src:
         return None
@@ -319,9 +328,9 @@ def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | Non
                 if not line.strip():
                     continue
                 try:
-                    clean = json.dumps(_redact_value(json.loads(line), redact), ensure_ascii=False)
+                    clean = json.dumps(redact_for_state(json.loads(line)), ensure_ascii=False)
                 except ValueError:
-                    clean = json.dumps({"unparsed": redact(line)}, ensure_ascii=False)
+                    clean = json.dumps(redact_for_state({"unparsed": line}), ensure_ascii=False)
                 out.write(clean.encode("utf-8", "replace").decode("utf-8") + "\n")
     except OSError:
         with contextlib.suppress(OSError):
