@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
+from dexai_memory.capture.turns_file import read_turns_jsonl
 from dexai_memory.cli.common import Context, common_options, progress, run
 from dexai_memory.config import ensure_home
-from dexai_memory.pipeline import PipelineReport, read_turns_jsonl
+from dexai_memory.pipeline import PipelineReport
 from dexai_memory.providers.base import MemoryProvider
 
 SUMMARY_KEYS = ("turns", "gated", "extracted", "added", "updated", "superseded", "noop")

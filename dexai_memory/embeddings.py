@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import collections
 import hashlib
 import os
 import re
@@ -234,3 +235,38 @@ def make_embedder(config: EmbeddingConfig) -> Embedder | None:
             else:  # pragma: no cover - validated by config
                 raise EmbeddingError(f"unknown embedding backend {config.backend!r}")
         return _SHARED[key]
+
+
+class CachedEmbedder(Embedder):
+    """An LRU cache of vectors in front of another embedder (same dim and model id)."""
+
+    def __init__(self, inner: Embedder, size: int = 8192):
+        self.inner = inner
+        self.dim = inner.dim
+        self.model_id = inner.model_id
+        self.size = size
+        self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vectors = self.inner.embed_batch(missing)
+            with self._lock:
+                for text, vec in zip(missing, vectors, strict=True):
+                    self._cache[text] = vec
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+                local = dict(zip(missing, vectors, strict=True))
+        else:
+            local = {}
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with self._lock:
+            for i, text in enumerate(texts):
+                vec = local.get(text)
+                if vec is None:
+                    vec = self._cache[text]
+                    self._cache.move_to_end(text)
+                out[i] = vec
+        return out

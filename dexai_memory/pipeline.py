@@ -31,18 +31,13 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import json
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .commitments import CommitmentStore, commitment_store
-from .embeddings import Embedder
+from .embeddings import CachedEmbedder
 from .errors import InvalidMemory, MemoryNotFound
 from .models import (
     TOOL_ORIGIN,
@@ -57,7 +52,6 @@ from .models import (
     Turn,
     UpdateAction,
     UpdateDecision,
-    as_utc,
     utcnow,
 )
 from .supersession.candidates import CandidateIndex
@@ -141,41 +135,6 @@ class WriteBehind:
     index: CandidateIndex | None = None
 
 
-class CachedEmbedder(Embedder):
-    """An LRU cache of vectors in front of another embedder (same dim and model id)."""
-
-    def __init__(self, inner: Embedder, size: int = 8192):
-        self.inner = inner
-        self.dim = inner.dim
-        self.model_id = inner.model_id
-        self.size = size
-        self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if missing:
-            vectors = self.inner.embed_batch(missing)
-            with self._lock:
-                for text, vec in zip(missing, vectors, strict=True):
-                    self._cache[text] = vec
-                while len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
-                local = dict(zip(missing, vectors, strict=True))
-        else:
-            local = {}
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        with self._lock:
-            for i, text in enumerate(texts):
-                vec = local.get(text)
-                if vec is None:
-                    vec = self._cache[text]
-                    self._cache.move_to_end(text)
-                out[i] = vec
-        return out
-
-
 def install_embedding_cache(provider: MemoryProvider, size: int = 8192) -> CachedEmbedder | None:
     """Wrap ``provider.embedder`` (if any) in a :class:`CachedEmbedder`; idempotent."""
     inner = getattr(provider, "embedder", None)
@@ -226,59 +185,6 @@ def transcript_memory(turn: Turn) -> Memory:
                   project=turn.project, type=MemoryType.TRANSCRIPT, tier=Tier.L3, importance=3,
                   source_ids=(turn.id,), session_id=turn.session_id,
                   metadata={"role": turn.role, "speaker": turn.speaker, **dict(turn.metadata)}, **extra)
-
-
-def read_turns_jsonl(path: str | Path, *, user_id: str, session_id: str | None = None,
-                     project: str | None = None) -> list[Turn]:
-    """Turns of a JSONL file, one ``{"id", "role", "speaker"?, "content", "timestamp"?}`` per line.
-
-    Extra keys (``caption`` ...) go to the turn's metadata. Blank lines are
-    skipped; anything else that is not a valid turn raises
-    :class:`InvalidMemory` naming the file and line number.
-    """
-    from .dates import parse_locomo_timestamp
-
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidMemory(f"cannot read {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise InvalidMemory(f"{path} is not UTF-8 text: {exc}") from exc
-    turns: list[Turn] = []
-    seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path.name} line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidMemory(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(data, Mapping):
-            raise InvalidMemory(f"{where}: expected a JSON object, got {type(data).__name__}")
-        missing = [k for k in ("id", "role", "content") if data.get(k) in (None, "")]
-        if missing:
-            raise InvalidMemory(f"{where}: missing {', '.join(repr(k) for k in missing)}")
-        if not isinstance(data["content"], str):
-            raise InvalidMemory(f"{where}: 'content' must be a string")
-        turn_id = str(data["id"])
-        if turn_id in seen:
-            raise InvalidMemory(f"{where}: duplicate turn id {turn_id!r}")
-        seen.add(turn_id)
-        stamp = data.get("timestamp")
-        try:
-            when = as_utc(stamp) if stamp not in (None, "") else None
-        except InvalidMemory:
-            when = parse_locomo_timestamp(str(stamp))
-            if when is None:
-                raise InvalidMemory(f"{where}: unreadable timestamp {stamp!r}") from None
-        speaker = data.get("speaker")
-        extra = {k: v for k, v in data.items() if k not in ("id", "role", "speaker", "content", "timestamp")}
-        turns.append(Turn(id=turn_id, user_id=user_id, content=data["content"], role=str(data["role"]),
-                          speaker=str(speaker) if speaker else None, timestamp=when, session_id=session_id,
-                          project=project, metadata=extra))
-    return turns
 
 
 class Pipeline:

@@ -201,3 +201,12 @@ def test_the_checker_sees_imports() -> None:
     assert f"{PACKAGE}.errors" in GRAPH[f"{PACKAGE}.models"]
     assert f"{PACKAGE}.hooks.command" in GRAPH[f"{PACKAGE}.hook_runtime"]
     assert any(_family(d) == "testing" for d in GRAPH[f"{PACKAGE}.cli.demo"])
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """Each folder of the package is listed in pyproject's ``packages`` (else the wheel lacks it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    folders = {m for m in MODULES if _is_package(m)}
+    assert not folders - listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(folders - listed)}"

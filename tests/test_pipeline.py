@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
+from dexai_memory.capture.turns_file import read_turns_jsonl
 from dexai_memory.commitments import MemoryCommitmentStore, NativeCommitmentStore, commitment_store
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.errors import InvalidMemory
@@ -22,7 +23,7 @@ from dexai_memory.models import (
     Turn,
     UpdateAction,
 )
-from dexai_memory.pipeline import Pipeline, PipelineReport, read_turns_jsonl, transcript_id
+from dexai_memory.pipeline import Pipeline, PipelineReport, transcript_id
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
 from tests.pipeline_fakes import EchoExtractor, Extractor
