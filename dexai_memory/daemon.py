@@ -140,8 +140,7 @@ class MemoryDaemon:
         self._last_health: dict[str, Any] = {}
         self.runs: collections.Counter[str] = collections.Counter()
         self.last_reports: dict[str, Any] = {}
-        for op, handler in (("ping", self._op_ping), ("enqueue", self._op_enqueue), ("flush", self._op_flush),
-                            ("health", self._op_health), ("queue.notify", self._op_notify)):
+        for op, handler in socket_ops(self).items():
             self.ipc.register(op, handler)
 
     # ------------------------------------------------------------------ lifecycle
@@ -493,31 +492,37 @@ class MemoryDaemon:
             return False
         return await self.queue.flush(timeout)
 
-    # ------------------------------------------------------------------ socket operations
-    async def _op_ping(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"pid": os.getpid(), "state": self.state.value}
 
-    async def _op_enqueue(self, req: dict[str, Any]) -> dict[str, Any]:
+def socket_ops(daemon: MemoryDaemon) -> dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]]:
+    """The daemon's own socket operations (``ping``, ``enqueue``, ``flush``, ``health``,
+    ``queue.notify``), by name; hooks' operations are added by :mod:`dexai_memory.hooks.actions`."""
+
+    async def ping(req: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid(), "state": daemon.state.value}
+
+    async def enqueue(req: dict[str, Any]) -> dict[str, Any]:
         data = req.get("turn")
         if not isinstance(data, dict):
             return {"ok": False, "error": "enqueue needs a 'turn' object"}
         turn = Turn.from_dict(data)
         for text in req.get("recent") or ():
-            self._recent.setdefault((turn.user_id, turn.session_id),
-                                    collections.deque(maxlen=RECENT_TURNS)).append(str(text))
-        verdict = self.submit_turn(turn)
+            daemon._recent.setdefault((turn.user_id, turn.session_id),
+                                      collections.deque(maxlen=RECENT_TURNS)).append(str(text))
+        verdict = daemon.submit_turn(turn)
         return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
 
-    async def _op_flush(self, req: dict[str, Any]) -> dict[str, Any]:
-        flushed = await self.flush(float(req.get("timeout") or DEFAULT_FLUSH_TIMEOUT))
-        return {"flushed": flushed, "pending": self.queue.pending_count()}
+    async def flush(req: dict[str, Any]) -> dict[str, Any]:
+        flushed = await daemon.flush(float(req.get("timeout") or DEFAULT_FLUSH_TIMEOUT))
+        return {"flushed": flushed, "pending": daemon.queue.pending_count()}
 
-    async def _op_health(self, req: dict[str, Any]) -> dict[str, Any]:
-        return self.health()
+    async def health(req: dict[str, Any]) -> dict[str, Any]:
+        return daemon.health()
 
-    async def _op_notify(self, req: dict[str, Any]) -> dict[str, Any]:
-        self.queue.notify()
+    async def notify(req: dict[str, Any]) -> dict[str, Any]:
+        daemon.queue.notify()
         return {}
+
+    return {"ping": ping, "enqueue": enqueue, "flush": flush, "health": health, "queue.notify": notify}
 
 
 def _local_tz() -> Any:
