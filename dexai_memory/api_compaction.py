@@ -1,4 +1,4 @@
-"""Compaction for loops that call the Messages API directly (seed 001 sections 2.4 and 2.5).
+"""Compaction for loops that call the Messages API directly (server-side compaction, with memory).
 
 Server-side compaction
 ======================
@@ -305,7 +305,7 @@ async def create_with_memory(client: Any, *, messages: Sequence[Mapping[str, Any
 
 
 class CompactionReason(enum.StrEnum):
-    """Why compacting now is a good idea (seed 001 section 2.5)."""
+    """Why compacting now is a good idea."""
 
     MANUAL = "manual"
     TOKEN_THRESHOLD = "token_threshold"

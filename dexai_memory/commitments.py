@@ -1,6 +1,6 @@
 """Commitments: promises and reminders with what / who / when and a status.
 
-Seed 001 section 1.3. The pipeline stores every extracted commitment twice:
+The pipeline stores every extracted commitment twice:
 as a memory (type COMMITMENT, searchable like any other, its details in
 ``metadata["commitment"]``) and in a commitment store that answers "what is
 open / due soon" and tracks status:

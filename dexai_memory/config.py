@@ -256,7 +256,7 @@ class AutoRecallConfig:
 
 @dataclass(frozen=True)
 class L1BlockConfig:
-    """Token budget of each section of the L1 memory block (seed 001 section 8)."""
+    """Token budget of each section of the L1 memory block."""
 
     profile_tokens: int = field(default=150, metadata=_check(0, 10_000))
     memories_tokens: int = field(default=500, metadata=_check(0, 10_000))

@@ -1,6 +1,6 @@
 """The cold path: consolidation (L2 clusters -> one L3 abstract) and retention cleanup.
 
-Seed 001 sections 3.2 and 3.3. Both run on the daemon's schedule and on
+Both run on the daemon's schedule and on
 demand (``dexai memory consolidate``).
 
 :func:`consolidate`

@@ -67,7 +67,7 @@ class Tier(enum.StrEnum):
 
 
 class UpdateAction(enum.StrEnum):
-    """How a new note relates to an existing memory (seed 001 section 3.1)."""
+    """How a new note relates to an existing memory (ADD / UPDATE / SUPERSEDE / NOOP)."""
 
     ADD = "ADD"
     UPDATE = "UPDATE"
@@ -353,7 +353,7 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class Commitment:
-    """A promise or reminder: what, to/with whom, and when (seed 001 section 1.3)."""
+    """A promise or reminder: what, to/with whom, and when."""
 
     what: str
     who: str | None = None

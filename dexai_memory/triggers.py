@@ -1,6 +1,6 @@
 """Pattern triggers on user messages: a cheap nudge for the agent to call ``remember``.
 
-Seed 000 ("When to extract facts", trigger 2): a lightweight regex check on
+When to extract facts, the second trigger: a lightweight regex check on
 every user message. When the user corrects the agent, states a preference or
 explicitly asks for something to be remembered, the agent's next turn gets a
 short reflection hint such as::

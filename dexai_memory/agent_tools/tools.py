@@ -4,7 +4,7 @@ The logic lives in plain async functions (:func:`remember`, :func:`forget`,
 :func:`recall`, :func:`facts_by_category`) that take a provider (or a daemon
 that has one) and return result objects; :mod:`.mcp` exposes them as MCP tools.
 
-Categories of ``remember`` (seed 000) and how they are stored:
+Categories of ``remember`` and how they are stored:
 
 ============  =============  =====================================================
 category      MemoryType     notes
@@ -84,7 +84,7 @@ ALLOWED_TOOLS = tuple(allowed_tools())
 
 
 class Category(enum.StrEnum):
-    """The ``category`` argument of ``remember`` (seed 000)."""
+    """The ``category`` argument of ``remember``."""
 
     PREFERENCE = "preference"
     FACT = "fact"

@@ -35,7 +35,7 @@ class Extractor(abc.ABC):
 
 
 class Summarizer(abc.ABC):
-    """Writes the abstract of a cluster of memories (consolidation, seed 001 section 3.2)."""
+    """Writes the abstract of a cluster of memories (consolidation: L2 clusters -> L3 abstracts)."""
 
     @abc.abstractmethod
     async def summarize(self, contents: list[str]) -> str:

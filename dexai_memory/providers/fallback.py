@@ -1,4 +1,4 @@
-"""Provider failover (seed 001 "Provider failover"): an external provider backed by the native one.
+"""Provider failover: an external provider backed by the native one.
 
 :class:`FailoverProvider` forwards every call to the external (primary)
 provider while it is up. When the primary raises :class:`ProviderUnavailable`

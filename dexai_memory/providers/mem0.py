@@ -15,7 +15,7 @@ Mem0 runs in-process (:class:`mem0.AsyncMemory`) with local parts only:
 Mem0 telemetry is switched off (``MEM0_TELEMETRY=False``) before ``mem0`` is
 imported, and ``MEM0_DIR`` points into the data directory.
 
-Mapping of seed 001 section 4.2: add -> ``AsyncMemory.add(infer=False)``;
+Mapping of the provider interface onto Mem0: add -> ``AsyncMemory.add(infer=False)``;
 session notes -> ``add(run_id=session_id)``; search -> ``AsyncMemory.search``
 with metadata filters; get/list -> ``get``/``get_all`` with a ``dx_id``
 filter; content updates -> ``AsyncMemory.update`` (recorded in Mem0's

@@ -1,6 +1,6 @@
 """The Zep provider: the provider ABC on top of the ``zep-cloud`` 4.x SDK (``AsyncZep``).
 
-Mapping (seed 001 section 4.2, in Zep v4 names):
+Mapping of the provider interface onto Zep (in Zep v4 names):
 
 * each dexai user is a Zep user (``user.create`` / ``user.lookup`` by
   ``user_id``); its graph holds the memories;

@@ -1,4 +1,4 @@
-"""Auto-recall (seed 001 section 6): L2 memories -> the L1 block, on each prompt.
+"""Auto-recall: L2 memories -> the L1 block, on each prompt.
 
 Two entry points:
 

@@ -1,7 +1,7 @@
 """Supersession candidates by word overlap, in memory, for bulk ingest.
 
 The warm path finds the memories a new note is compared with by
-``provider.search`` (seed 001 section 3.1: the top-S similar valid memories).
+``provider.search`` (the top-S similar valid memories supersession compares a note with).
 Ingest stores thousands of notes in a row, and one FTS query per note grows
 with the store: on a 1,200-row LoCoMo user a query costs ~3 ms, because the
 speakers' names match every row. :class:`CandidateIndex` answers the same

@@ -104,7 +104,7 @@ def m001_initial() -> str:
 
 @migration
 def m002_commitments() -> str:
-    """Commitments (seed 001 section 1.3): what, who, when, status, with provenance."""
+    """Commitments: what, who, when, status, with provenance."""
     return (
         """
         CREATE TABLE commitments (
