@@ -1,4 +1,4 @@
-"""A writer process for the concurrent-writes test (``tests/test_concurrent_writes.py``).
+"""A writer process for the concurrent-writes test (``tests/capture/test_concurrent_writes.py``).
 
 ``python -m tests.concurrent_writer HOME ROLE N BUSY_MS``:
 

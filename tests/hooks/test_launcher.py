@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "hooks" / "dexai-hook"
 EVENTS = ("session-start", "user-prompt-submit", "pre-compact", "post-compact", "post-tool-use", "stop",
           "session-end")

@@ -16,7 +16,7 @@ from dexai_memory.testing.harness import ClaudeRun, validate_plugin
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>.
 REMEMBER = "mcp__plugin_dexai-memory_dexai-memory__remember"
 PROMPT = "Remember that I prefer pnpm over npm."

@@ -25,7 +25,7 @@ from dexai_memory.ipc import ipc_request
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Turn, utcnow
 from dexai_memory.providers.native import NativeProvider
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

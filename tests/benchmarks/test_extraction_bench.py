@@ -11,7 +11,7 @@ import pytest
 from benchmarks.extraction_bench import CorpusError, load_corpus, run, score_row
 from dexai_memory.config import DEFAULT_GATE_THRESHOLD
 from dexai_memory.models import ExtractedNote, MemoryType
-from tests.test_benchmarks_quick import run_quick
+from tests.benchmarks.test_benchmarks_quick import run_quick
 
 
 def test_the_corpus_is_labelled_and_split() -> None:

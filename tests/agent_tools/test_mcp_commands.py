@@ -18,7 +18,7 @@ from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "hooks" / "dexai-hook"
 #: How Claude Code names a plugin's MCP tools: mcp__plugin_<plugin>_<server>__<tool>.
 TOOL_PREFIX = "mcp__plugin_dexai-memory_dexai-memory__"

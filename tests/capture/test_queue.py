@@ -18,7 +18,7 @@ from dexai_memory.capture.queue import ExtractionQueue, Job, enqueue_turn
 from dexai_memory.errors import QueueError
 from dexai_memory.models import Memory, SearchFilters, Turn
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def turn(i: int | str, user: str = "u", content: str | None = None) -> Turn:

@@ -14,7 +14,7 @@ from dexai_memory.errors import StorageError
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOOKS, PER_HOOK, IMPORTED = 8, 12, 5000
 
 

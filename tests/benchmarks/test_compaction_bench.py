@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ENVELOPE = {"benchmark", "schema", "date", "quick", "machine", "params", "summary", "results"}
 ROUND_KEYS = {"round", "trigger", "survival_pct", "high_importance_pct", "block_tokens", "wall_s",
               "continued_from_summary", "present", "missing", "in_block", "outside_block"}

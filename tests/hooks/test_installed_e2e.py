@@ -36,7 +36,7 @@ from dexai_memory.testing.harness import ClaudeRun
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: What the user says in the first prompt, and the words that must come back from memory.
 FACTS_PROMPT = "My name is Dana. The project codename is BLUE-HERON. I prefer pytest over unittest."
 KEYS = ("Dana", "BLUE-HERON", "pytest")

@@ -3,7 +3,7 @@ against the fake Messages API: the plugin is loaded on a machine where no Python
 dexai-memory; the first session's SessionStart starts the install and tells the user; once it
 has finished, a new session's hooks run through the installed venv (the profile and the
 auto-recalled memory reach the model). The install runs offline (PIP_NO_INDEX) from a local
-wheelhouse; see tests/test_launcher.py for the details."""
+wheelhouse; see tests/hooks/test_launcher.py for the details."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.testing.fakeapi import FakeMessagesAPI, text_of
 from dexai_memory.testing.harness import ClaudeResult, ClaudeRun
-from tests.test_launcher import (
+from tests.hooks.test_launcher import (
     bare_python,
     build_backend_wheelhouse,
     offline_install_env,

@@ -31,7 +31,7 @@ from dexai_memory.testing.harness import ClaudeRun, build_env, claude_binary, va
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FACT = "The deploy password hint is PINEAPPLE-42"
 PREFERENCE = "Alice prefers tabs over spaces"
 

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from dexai_memory.cli.bench import available, find_repo_root
 from dexai_memory.cli.main import cli
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ENVELOPE = {"benchmark", "schema", "date", "quick", "machine", "params", "summary", "results"}
 
 
