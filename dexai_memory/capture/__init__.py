@@ -5,4 +5,5 @@
 - :mod:`.queue_file`: the queue file's schema, connections and the hook's stdlib-only enqueue.
 - :mod:`.jobs`: the rows of the queue (jobs, dead letters) and the SQL that marks, lists and retries them.
 - :mod:`.queue`: the durable extraction queue (the worker's side), shared by hooks and the daemon.
+- :mod:`.turns_file`: reading a conversation from a JSONL file (``dexai memory ingest``).
 """
