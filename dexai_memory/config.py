@@ -560,6 +560,19 @@ def load_settings(path: str | Path | None = None, *, home: str | Path | None = N
     return settings
 
 
+def load_user_settings(*, home: str | Path | None = None) -> Settings:
+    """:func:`load_settings` without parsing the packaged YAML (~50 ms of pure-Python YAML, which
+    a command hook cannot afford): the dataclass defaults equal the packaged ``memory.yaml`` (a
+    test keeps them equal), so only ``<home>/memory.yaml`` is read, when it exists, with the same
+    validation. Raises :class:`ConfigError` like :func:`load_settings`."""
+    home_path = Path(home).expanduser() if home else home_dir()
+    settings = Settings(home=home_path)
+    user_file = home_path / "memory.yaml"
+    if not user_file.is_file():
+        return settings
+    return _build(Settings, _read_yaml(user_file), "", str(user_file), settings)
+
+
 def settings_as_dict(settings: Settings) -> dict[str, Any]:
     """All settings as plain data (for ``doctor --json`` and the defaults test)."""
     out = dataclasses.asdict(settings)

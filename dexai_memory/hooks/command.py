@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..config import Settings
+from ..config import Settings, load_user_settings
 from ..version import __version__
 from .events import Block, HookBackend, HookContext, handle
 from .state import (  # noqa: F401 - the hook state API, importable from here too
@@ -277,20 +277,6 @@ def _setup_logging(home: Path) -> None:
     root.setLevel(level)
 
 
-def fast_settings() -> Settings:
-    """Settings for a hook process without parsing the packaged YAML (~50 ms of pure-Python
-    YAML): the dataclass defaults equal the packaged ``memory.yaml`` (a test keeps them equal),
-    so only ``<home>/memory.yaml`` is read, when it exists, with the same validation."""
-    from .. import config
-
-    home = config.home_dir()
-    user_file = home / "memory.yaml"
-    if not user_file.is_file():
-        return Settings(home=home)
-    return config._build(Settings, config._read_yaml(user_file), "", str(user_file),  # noqa: SLF001
-                         Settings(home=home))
-
-
 def command_context(settings: Settings) -> HookContext:
     """The hook context of a command hook: the user and recall scope from the environment
     (``$DEXAI_MEMORY_USER`` / ``$USER``, ``$DEXAI_MEMORY_PROJECT``), the command backend."""
@@ -317,7 +303,7 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
         if event not in EVENTS:
             logger.warning("unknown hook event %r", event)
         else:
-            answer = handle(event, payload, command_context(fast_settings()))
+            answer = handle(event, payload, command_context(load_user_settings()))
     except Exception:  # a hook never fails the agent: log and answer a no-op
         logger.exception("hook %s failed", event)
         if event == "pre-compact":
