@@ -256,10 +256,6 @@ class ZepProvider(MemoryProvider):
         graph = self._users[user_id] = _UserGraph(user)
         return graph
 
-    async def _set_user_meta(self, graph: _UserGraph, **values: Any) -> None:
-        graph.metadata.update(values)
-        await self._call("user update", self.client.user.update(graph.uuid, metadata=values))
-
     async def _endpoints(self, graph: _UserGraph) -> tuple[dict[str, Any], dict[str, Any]]:
         """Source (the user's node) and target (the user's dexai anchor node) of a memory edge."""
         if graph.node_uuid is None:
@@ -286,7 +282,7 @@ class ZepProvider(MemoryProvider):
                   for m in memories]
         result = await self._call("edge add", self.client.graph.edge.add(graph.uuid, edges=inputs, deduplicate=False))
         if "uuid" not in target and result.edges and result.edges[0].target_node_uuid:
-            await self._set_user_meta(graph, dexai_anchor_node=result.edges[0].target_node_uuid)
+            await _set_user_meta(self, graph, dexai_anchor_node=result.edges[0].target_node_uuid)
 
     async def _edge(self, memory_id: str, user_id: str) -> tuple[_UserGraph, Any] | None:
         graph = await self._user(user_id, create=False)
@@ -496,7 +492,7 @@ class ZepProvider(MemoryProvider):
             return None
         thread = await self._call("thread create", self.client.thread.create(user_uuid=graph.uuid))
         threads[session_id] = thread.uuid_
-        await self._set_user_meta(graph, dexai_threads=threads)
+        await _set_user_meta(self, graph, dexai_threads=threads)
         return str(thread.uuid_)
 
     async def thread_context(self, session_id: str, *, user_id: str) -> str:
@@ -525,3 +521,9 @@ class ZepProvider(MemoryProvider):
             except ProviderError as exc:
                 problems.append(str(exc))
         return HealthStatus(healthy=not problems, provider=self.name, details=details, problems=tuple(problems))
+
+
+async def _set_user_meta(provider: ZepProvider, graph: _UserGraph, **values: Any) -> None:
+    """Merge ``values`` into the Zep user's metadata, cached and on the server."""
+    graph.metadata.update(values)
+    await provider._call("user update", provider.client.user.update(graph.uuid, metadata=values))
