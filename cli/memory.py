@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -32,6 +29,8 @@ LAZY = {
     "migrate": "dexai_memory.cli.migrate:migrate",
     "backup": "dexai_memory.cli.backup:backup",
     "restore-backup": "dexai_memory.cli.backup:restore_backup",
+    "export": "dexai_memory.cli.export_import:export",
+    "import": "dexai_memory.cli.export_import:import_",
 }
 
 
@@ -364,234 +363,6 @@ def history(memory_id: str, ctx: Context) -> None:
         for ev in entry.events:
             rel = f" -> {ev.related_id}" if ev.related_id else ""
             click.echo(f"    {ev.at.strftime('%Y-%m-%d %H:%M:%S')}  {ev.action}{rel}: {ev.reason}")
-
-
-# --------------------------------------------------------------------------- export / import
-@memory.command()
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="json", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to this file (default: stdout). An existing file is kept as FILE.bak.")
-@click.option("--all", "all_", is_flag=True, help="Include superseded and archived memories.")
-@common_options
-def export(fmt: str, output: Path | None, all_: bool, ctx: Context) -> None:
-    """Export memories as JSON, JSONL (re-importable) or Markdown."""
-
-    async def go(p: MemoryProvider) -> list[Memory]:
-        return await p.list(user_id=ctx.user, filters=filters_from(ctx, all_=all_), limit=0)
-
-    mems = with_provider(ctx, go)
-    if fmt == "json":
-        text = json.dumps([m.to_dict() for m in mems], ensure_ascii=False, indent=2)
-    elif fmt == "jsonl":
-        text = "".join(json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in mems)
-    else:
-        text = to_markdown(mems, ctx.user)
-    if output is None:
-        click.echo(text, nl=not text.endswith("\n"))
-        return
-    write_private_text(output, text if text.endswith("\n") else text + "\n")
-    click.echo(f"Exported {len(mems)} memories to {output}", err=True)
-
-
-def write_private_text(output: Path, text: str) -> None:
-    """Write ``text`` to ``output`` atomically with mode 0600 (an existing file is kept as FILE.bak).
-
-    A missing directory or a permission problem is a clean error, and leaves
-    no partial file behind.
-    """
-    if not output.parent.is_dir():
-        fail(f"cannot write {output}: the directory {output.parent} does not exist")
-    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if output.exists():
-            output.replace(output.with_name(output.name + ".bak"))
-        tmp.replace(output)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def to_markdown(mems: list[Memory], user: str) -> str:
-    """Memories grouped by type as a Markdown document."""
-    lines = [f"# Memories of {user}", ""]
-    for t in MemoryType:
-        group = [m for m in mems if m.type is t]
-        if not group:
-            continue
-        lines += [f"## {t.value.title().replace('_', ' ')}", ""]
-        for m in group:
-            tags = [m.created_at.strftime("%Y-%m-%d"), f"importance {m.importance}"]
-            if m.pinned:
-                tags.append("pinned")
-            if not m.is_valid:
-                tags.append("superseded" if m.superseded_by else "archived")
-            if m.source_ids:
-                tags.append("from " + ", ".join(m.source_ids[:5]))
-            lines.append(f"- {m.content} _({'; '.join(tags)})_ `{m.id}`")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def content_id(memory: Memory) -> str:
-    """The id an imported line without ``id`` gets: a hash of user, project, type and content,
-    so importing the same file twice stores it once."""
-    key = "\x1f".join([memory.user_id, memory.project or "", memory.type.value, memory.content])
-    return "m_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
-
-
-@dataclass
-class ImportPlan:
-    """What an import will do, decided before anything is written."""
-
-    #: New memories, in file order.
-    todo: list[Memory] = field(default_factory=list)
-    #: Lines whose memory is already stored (same id, or same content for lines without one).
-    skipped: int = 0
-    #: Ids already stored with another content: the stored memory is kept and the line skipped.
-    conflicts: list[str] = field(default_factory=list)
-
-
-def read_import_lines(file: Path, ctx: Context) -> list[tuple[int, Memory]]:
-    """Every line of ``file`` (``-`` = stdin) checked and turned into a memory, or a clean error
-    naming the file and line (bad JSON, invalid UTF-8 or a binary file, a bad field, a NUL
-    character, the same id twice with different contents)."""
-    stream = sys.stdin.buffer if str(file) == "-" else file.open("rb")
-    out: list[tuple[int, Memory]] = []
-    first_line: dict[str, tuple[int, Memory]] = {}
-    with stream:
-        for number, raw in enumerate(stream, 1):
-            where = f"{file}:{number}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                fail(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                     "is this a JSONL export? Nothing was imported")
-            if not line.strip():
-                continue
-            if "\x00" in line:
-                fail(f"{where}: contains a NUL byte (a binary file?); nothing was imported")
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise InvalidMemory("each line must be a JSON object")
-                data.setdefault("user_id", ctx.user)
-                if ctx.project and not data.get("project"):
-                    data["project"] = ctx.project
-                given_id = data.get("id")
-                memory = Memory.from_dict(data)
-                for name in ("content", "id", "user_id", "project", "session_id"):
-                    value = getattr(memory, name)
-                    if isinstance(value, str):
-                        if "\x00" in value:
-                            raise InvalidMemory(f"{name} contains a NUL character")
-                        value.encode("utf-8")  # a lone surrogate from a \\ud83d escape cannot be stored
-                if not given_id:
-                    memory = memory.replace(id=content_id(memory))
-            except UnicodeEncodeError:
-                fail(f"{where}: contains half of a surrogate pair (a broken \\u escape); nothing was imported")
-            except (json.JSONDecodeError, InvalidMemory, TypeError, ValueError) as exc:
-                fail(f"{where}: {exc}; nothing was imported")
-            earlier = first_line.get(memory.id)
-            if earlier is not None:
-                if earlier[1].content != memory.content or earlier[1].user_id != memory.user_id:
-                    fail(f"{where}: id {memory.id} is also on line {earlier[0]} with another content; "
-                         "nothing was imported")
-                continue  # the same memory twice in the file: stored once
-            first_line[memory.id] = (number, memory)
-            out.append((number, memory))
-    return out
-
-
-async def plan_import(p: MemoryProvider, lines: list[tuple[int, Memory]]) -> ImportPlan:
-    """Split the checked lines into new memories, already-stored ones and id conflicts."""
-    from dexai_memory.errors import MemoryNotFound
-
-    plan = ImportPlan()
-    for _, m in lines:
-        try:
-            stored = await p.get(m.id, user_id=m.user_id, include_deleted=True)
-        except MemoryNotFound:
-            plan.todo.append(m)
-            continue
-        plan.skipped += 1
-        if stored.content != m.content:
-            plan.conflicts.append(m.id)
-    return plan
-
-
-async def store_all_or_nothing(p: MemoryProvider, todo: list[Memory], progress_: Callable[[int], None]) -> None:
-    """Store ``todo`` in one transaction (native), or undo what was stored when a write fails
-    (other providers): an import is all or nothing."""
-    from dexai_memory.providers.native import NativeProvider
-
-    try:
-        if isinstance(p, NativeProvider):
-            await p.add_many(todo, progress=progress_, batch=max(1, len(todo)))
-        else:
-            await p.add_many(todo, progress=progress_)
-    except BaseException:
-        if not isinstance(p, NativeProvider):  # the native transaction rolled back by itself
-            for m in todo:
-                try:
-                    await p.delete(m.id, user_id=m.user_id, hard=True)
-                except DexaiMemoryError:
-                    pass
-        raise
-
-
-@memory.command(name="import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path))
-@click.option("--skip-existing", is_flag=True, hidden=True,
-              help="Kept for compatibility: lines already stored are always skipped.")
-@click.option("--vectors", type=click.Choice(["auto", "now", "later"]), default="auto", show_default=True,
-              help="now: embed before returning (on every core); later: store without vectors (keyword search "
-                   "finds them at once; the daemon or 'dexai memory reembed --missing' embeds them); auto: now "
-                   "for at most embedding.ingest_now_max_turns memories (1000), else later.")
-@common_options
-def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None:
-    """Import memories from JSONL: one memory per line, `content` plus any model fields.
-
-    Lines without `user_id` get --user; ids are kept when given. Every line is
-    checked before anything is written: a bad line stops the import with its
-    line number and nothing is stored. The memories are then written in one
-    transaction: all or nothing.
-
-    Importing again is safe: a line whose id is already stored (lines
-    without an id get one from their content) is skipped and counted; a
-    stored id with another content keeps the stored memory and is reported
-    as a conflict.
-    """
-    del skip_existing  # always on
-    lines = read_import_lines(file, ctx)
-
-    async def go(p: MemoryProvider) -> tuple[ImportPlan, str, int]:
-        from dexai_memory.cli.ingest import embed_waiting, resolve_vectors
-
-        plan = await plan_import(p, lines)
-        mode = resolve_vectors(vectors, len(plan.todo), ctx.settings.embedding.ingest_now_max_turns)
-        # store first (one transaction), then embed in big batches on every core
-        async with p.deferred_vectors():
-            with progress(len(plan.todo), "importing", enabled=not ctx.json) as update:
-                await store_all_or_nothing(p, plan.todo, update)
-        if mode == "now":
-            await embed_waiting(p, ctx)
-        return plan, mode, await p.pending_vectors()
-
-    plan, mode, pending = with_provider(ctx, go)
-    added = len(plan.todo)
-    text = f"Imported {added} memories" + (f", skipped {plan.skipped} already stored" if plan.skipped else "")
-    if plan.conflicts:
-        shown = ", ".join(plan.conflicts[:10]) + (" ..." if len(plan.conflicts) > 10 else "")
-        text += (f"\n{len(plan.conflicts)} line(s) carry the id of a stored memory with another content; the stored "
-                 f"one was kept: {shown}")
-    if pending:
-        text += (f"\n{pending} memories wait for their vectors (keyword search finds them now): a running "
-                 "'dexai daemon' embeds them in the background, or run 'dexai memory reembed --missing'")
-    ctx.emit({"imported": added, "skipped": plan.skipped, "conflicts": plan.conflicts, "vectors": mode,
-              "vectors_pending": pending}, text)
 
 
 # --------------------------------------------------------------------------- stats / doctor / reembed
