@@ -12,7 +12,8 @@ import pytest
 from dexai_memory.embeddings import Embedder
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
-from dexai_memory.testing.harness import ClaudeRun, validate_plugin
+from dexai_memory.testing.harness import ClaudeRun
+from dexai_memory.testing.plugin_check import validate_plugin
 
 pytestmark = pytest.mark.e2e
 

@@ -27,7 +27,8 @@ from dexai_memory.testing.fakeapi import (
     is_compaction_prompt,
     text_of,
 )
-from dexai_memory.testing.harness import ClaudeRun, build_env, claude_binary, validate_plugin
+from dexai_memory.testing.harness import ClaudeRun, build_env, claude_binary
+from dexai_memory.testing.plugin_check import validate_plugin
 
 pytestmark = pytest.mark.e2e
 

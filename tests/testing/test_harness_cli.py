@@ -35,8 +35,8 @@ from dexai_memory.testing.harness import (
     claude_version,
     command_hooks,
     run_claude,
-    validate_plugin,
 )
+from dexai_memory.testing.plugin_check import validate_plugin
 
 pytestmark = pytest.mark.e2e
 
