@@ -321,7 +321,7 @@ def facts(limit: int, ctx: Context) -> None:
     the scope is the hooks' ($DEXAI_MEMORY_PROJECT, else every project).
     """
     from dexai_memory.agent_tools import facts_by_category
-    from dexai_memory.hooks.command import project_for
+    from dexai_memory.hooks.state import project_for
     from dexai_memory.recall.block import neutralise
 
     ctx.project = ctx.project or project_for({"cwd": os.getcwd()})

@@ -85,7 +85,7 @@ class LazyMemoryTools(MemoryTools):
 
 def tools_from_env() -> LazyMemoryTools:
     """The tools for this process: user, project and session exactly as the command hooks see them."""
-    from .hooks.command import project_for, user_id_for
+    from .hooks.state import project_for, user_id_for
 
     payload: dict[str, Any] = {"cwd": os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(),
                                "session_id": os.environ.get(SESSION_ENV)}

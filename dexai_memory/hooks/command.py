@@ -43,32 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..config import Settings, load_user_settings
 from ..version import __version__
 from .events import Block, HookBackend, HookContext, handle
-from .state import (  # noqa: F401 - the hook state API, importable from here too
-    EVENTS,
-    MAX_TOOL_TEXT,
-    USER_ENV,
-    _safe,
-    _text_of,
-    backup_transcript,
-    clear_marker,
-    compaction_instructions,
-    load_session,
-    marker_path,
-    memory_disabled,
-    project_dir,
-    project_for,
-    project_key,
-    read_marker,
-    read_transcript,
-    recent_prompts,
-    recent_texts,
-    remember_injected,
-    save_session,
-    snapshot_memory,
-    snapshot_text,
-    user_id_for,
-    write_marker,
-)
+from .state import EVENTS, compaction_instructions, project_for, snapshot_memory, user_id_for
 
 if TYPE_CHECKING:
     from ..recall.block import L1Block

@@ -51,8 +51,6 @@ from ..models import utcnow
 from .state import (
     EVENTS,
     MAX_TOOL_TEXT,
-    _safe,
-    _text_of,
     backup_transcript,
     clear_marker,
     compaction_instructions,
@@ -66,9 +64,11 @@ from .state import (
     recent_texts,
     redact_for_state,
     remember_injected,
+    safe_id,
     save_session,
     session_file,
     snapshot_text,
+    text_of,
     turn_id,
 )
 
@@ -252,7 +252,7 @@ def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
     if str(payload.get("tool_name") or "").startswith(OWN_TOOL_PREFIXES):
         return {}  # recall output extracted again would store copies of what memory holds
     response = payload.get("tool_response")
-    text = response if isinstance(response, str) else _text_of(response) if isinstance(response, list) else ""
+    text = response if isinstance(response, str) else text_of(response) if isinstance(response, list) else ""
     if not text and isinstance(response, dict):
         text = str(response.get("stdout") or response.get("content") or response.get("result") or "")
     if text.strip():
@@ -268,7 +268,7 @@ def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
     state = load_session(settings, sid)
     prompt = str(state.get("last_prompt") or "")
     if prompt.strip() and state.get("queued_prompt") != prompt:
-        tid = f"{_safe(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None
+        tid = f"{safe_id(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None
         # raises when the queue cannot be written (disk full): the prompt stays marked unqueued,
         # so the next Stop tries again
         ctx.backend.submit(_turn(ctx, payload, kind="user", role="user", text=prompt, tid=tid), [])

@@ -100,14 +100,14 @@ def state_dir(settings: Settings) -> Path:
     return path
 
 
-def _safe(session_id: str | None) -> str:
+def safe_id(session_id: str | None) -> str:
     sid = session_id or "default"
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in sid)[:100]
 
 
 def marker_path(settings: Settings, session_id: str | None) -> Path:
     """The compaction marker of a session: ``<home>/hooks/compact-<session>.json``."""
-    return state_dir(settings) / f"compact-{_safe(session_id)}.json"
+    return state_dir(settings) / f"compact-{safe_id(session_id)}.json"
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -173,7 +173,7 @@ def clear_marker(settings: Settings, session_id: str | None) -> None:
 
 def session_file(settings: Settings, session_id: str | None) -> Path:
     """A session's hook state: ``<home>/hooks/session-<session>.json`` (removed at SessionEnd)."""
-    return state_dir(settings) / f"session-{_safe(session_id)}.json"
+    return state_dir(settings) / f"session-{safe_id(session_id)}.json"
 
 
 def load_session(settings: Settings, session_id: str | None) -> dict[str, Any]:
@@ -210,7 +210,7 @@ def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[
 # --------------------------------------------------------------------------- transcript
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -274,7 +274,7 @@ def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES)
         if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant") or entry.get("isMeta"):
             continue
         message = entry.get("message") or {}
-        text = _text_of(message.get("content")).strip()
+        text = text_of(message.get("content")).strip()
         if text and not text.startswith("<command-") and not text.startswith("<local-command"):
             out.append((str(message.get("role") or entry["type"]), text))
     return out
@@ -315,7 +315,7 @@ def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | Non
     dest_dir = settings.home / "transcripts"
     dest_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = utcnow().strftime("%Y%m%dT%H%M%S%f")
-    dest = dest_dir / f"{_safe(payload.get('session_id'))}-{stamp}-{payload.get('trigger') or 'manual'}.jsonl"
+    dest = dest_dir / f"{safe_id(payload.get('session_id'))}-{stamp}-{payload.get('trigger') or 'manual'}.jsonl"
     try:
         with open(src, "rb") as fh, os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
                                               encoding="utf-8") as out:
@@ -360,7 +360,7 @@ def recent_prompts(messages: Sequence[tuple[str, str]], n: int = 3) -> list[str]
 
 
 def snapshot_memory(text: str, user_id: str, session_id: str | None) -> Memory:
-    return Memory(id=f"snapshot_{_safe(session_id)}", content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
+    return Memory(id=f"snapshot_{safe_id(session_id)}", content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
                   session_id=session_id, importance=6)
 
 
@@ -377,4 +377,4 @@ def turn_id(session_id: str | None, kind: str, text: str) -> str:
     import hashlib  # not on UserPromptSubmit's path
 
     digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
-    return f"{_safe(session_id)}:{kind}:{digest}"
+    return f"{safe_id(session_id)}:{kind}:{digest}"

@@ -18,7 +18,7 @@ import pytest
 
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hooks import command as rt
+from dexai_memory.hooks import state as hook_state
 from dexai_memory.hooks.actions import register_ipc_ops
 from dexai_memory.ipc import IpcServer
 from dexai_memory.models import Memory, MemoryType
@@ -86,24 +86,24 @@ def test_pre_compact_then_session_start_compact(home: Path, tmp_path: Path) -> N
                                "cwd": str(tmp_path)}, home)
     assert pre.returncode == 0 and "Preserve:" in pre.stdout  # plain-text instructions, not JSON
     settings = load_settings(home=home)
-    marker = rt.read_marker(settings, "s2")
+    marker = hook_state.read_marker(settings, "s2")
     assert marker and "deploy password hint" in marker["snapshot"]
     backups = list((home / "transcripts").glob("s2-*-manual.jsonl"))
     assert len(backups) == 1 and backups[0].read_text() == transcript.read_text()
     text = context_of(hook("session-start", {"session_id": "s2", "source": "compact", "cwd": str(tmp_path)}, home),
                       "SessionStart")
     assert "PINEAPPLE-42" in text and "Session state:" in text and "Alice prefers tabs" in text
-    assert rt.read_marker(settings, "s2") is None
+    assert hook_state.read_marker(settings, "s2") is None
 
 
 def test_user_prompt_submit_reinjects_when_marker_left(home: Path, tmp_path: Path) -> None:
     settings = load_settings(home=home)
-    rt.write_marker(settings, "s3", {"trigger": "auto", "snapshot": "Current task: ship the release",
+    hook_state.write_marker(settings, "s3", {"trigger": "auto", "snapshot": "Current task: ship the release",
                                      "last_prompt": "deploy password hint"})
     text = context_of(hook("user-prompt-submit", {"session_id": "s3", "prompt": "ok", "cwd": str(tmp_path)}, home),
                       "UserPromptSubmit")
     assert "Current task: ship the release" in text and "Profile:" in text
-    assert rt.read_marker(settings, "s3") is None
+    assert hook_state.read_marker(settings, "s3") is None
 
 
 def test_stop_enqueues_gated_turns(home: Path, tmp_path: Path) -> None:

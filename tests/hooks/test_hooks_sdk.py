@@ -15,7 +15,7 @@ from claude_agent_sdk import HookMatcher
 
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hooks import command as rt
+from dexai_memory.hooks import state as hook_state
 from dexai_memory.hooks.sdk import memory_hooks
 from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
@@ -72,7 +72,7 @@ async def test_compaction_cycle(provider: NativeProvider, settings: Settings, tm
     hooks = memory_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "s2", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
     assert await call(hooks, "PreCompact", {**base, "trigger": "manual", "custom_instructions": None}) == {}
-    assert rt.read_marker(settings, "s2") is not None
+    assert hook_state.read_marker(settings, "s2") is not None
     snap = await provider.get("snapshot_s2", user_id="alice")
     assert "staging database password hint" in snap.content
     archived = await provider.list(user_id="alice", filters=SearchFilters(types=(MemoryType.TRANSCRIPT,)))
@@ -81,7 +81,7 @@ async def test_compaction_cycle(provider: NativeProvider, settings: Settings, tm
     text = context(out)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "KIWI-9" in text and "Alice prefers short answers" in text and "Session state:" in text
-    assert rt.read_marker(settings, "s2") is None
+    assert hook_state.read_marker(settings, "s2") is None
     assert await call(hooks, "PostCompact", {**base, "trigger": "manual"}) == {}
 
 
@@ -92,7 +92,7 @@ async def test_prompt_after_compaction_reinjects_when_session_start_missed(
     await call(hooks, "PreCompact", {**base, "trigger": "auto"})
     out = await call(hooks, "UserPromptSubmit", {**base, "prompt": "go on"})
     assert "Profile:" in context(out) and "Session state:" in context(out)
-    assert rt.read_marker(settings, "s3") is None
+    assert hook_state.read_marker(settings, "s3") is None
 
 
 async def test_stop_and_tool_results_go_to_the_queue(provider: NativeProvider, settings: Settings,
@@ -115,7 +115,7 @@ async def test_internal_error_answers_empty(settings: Settings, embedder: Embedd
     out = await call(hooks, "UserPromptSubmit", {"session_id": "s5", "prompt": "hello", "cwd": str(tmp_path)})
     assert out == {}
     assert await call(hooks, "PreCompact", {"session_id": "s5", "trigger": "auto", "cwd": str(tmp_path)}) == {}
-    assert rt.read_marker(settings, "s5") is not None  # written before the failing step
+    assert hook_state.read_marker(settings, "s5") is not None  # written before the failing step
 
 
 async def test_disabled_for_subagents_and_projects(provider: NativeProvider, tmp_path: Path,

@@ -10,6 +10,7 @@ import pytest
 
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.hooks import command as rt
+from dexai_memory.hooks import state as hook_state
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN, MAX_INJECTION_CHARS, SECTION_TITLES
@@ -164,7 +165,7 @@ async def test_fallback_applies_the_same_selection(store: NativeProvider, settin
 async def test_command_hooks_reinject_the_filled_block_after_compaction(
         store: NativeProvider, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """PreCompact keeps the last prompts; SessionStart(compact) re-injects the filled block (no daemon)."""
-    monkeypatch.setenv(rt.USER_ENV, U)
+    monkeypatch.setenv(hook_state.USER_ENV, U)
     transcript = tmp_path / "t.jsonl"
     rt_turns = [("user", "What was the Quillon logging format?"), ("assistant", "JSON lines."),
                 ("user", "Write a docstring for the retry decorator."), ("assistant", "Done."),
@@ -175,7 +176,7 @@ async def test_command_hooks_reinject_the_filled_block_after_compaction(
                                   for r, t in rt_turns))
     payload = {"session_id": "s9", "trigger": "auto", "transcript_path": str(transcript), "cwd": str(tmp_path)}
     rt.handle("pre-compact", payload, rt.command_context(settings))
-    marker = rt.read_marker(settings, "s9")
+    marker = hook_state.read_marker(settings, "s9")
     assert marker is not None and marker["recent_prompts"] == [t for r, t in rt_turns if r == "user"]
     out = rt.handle("session-start", {"session_id": "s9", "source": "compact", "cwd": str(tmp_path)},
                     rt.command_context(settings))
