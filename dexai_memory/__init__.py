@@ -10,9 +10,9 @@ Everything not listed in ``__all__`` is private.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .lazy import lazy_exports
 from .version import __version__
 
 _LAZY: dict[str, str] = {
@@ -76,13 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .recall.ranking import auto_recall, recall_block
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dexai_memory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

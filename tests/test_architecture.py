@@ -29,7 +29,7 @@ SOURCES = {PACKAGE: REPO / "dexai_memory", f"{PACKAGE}.cli": REPO / "cli"}
 # lower rank, or its own family; never one of the same or a higher rank.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the foundation every stage shares
-    ("version", "data", "args"),
+    ("version", "lazy", "data", "args"),
     ("errors",),
     ("privacy", "tokens", "dates", "triggers"),
     ("models",),

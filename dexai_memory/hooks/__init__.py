@@ -20,8 +20,9 @@ it uses.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 __all__ = ["memory_hooks"]
 
@@ -29,7 +30,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sdk import memory_hooks
 
 
-def __getattr__(name: str) -> Any:
-    if name == "memory_hooks":
-        return importlib.import_module(".sdk", __name__).memory_hooks
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"memory_hooks": "sdk"})

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -18,12 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["MemoryProvider", "make_provider"]
 
 
-def __getattr__(name: str) -> Any:
-    # lazy: the command hook reads the store through .native.schema / .native.reader on its
-    # fast path, and importing this package must not load the provider ABC for that
-    if name == "MemoryProvider":
-        return importlib.import_module(".base", __name__).MemoryProvider
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# lazy: the command hook reads the store through .native.schema / .native.reader on its
+# fast path, and importing this package must not load the provider ABC for that
+__getattr__ = lazy_exports(__name__, {"MemoryProvider": "base"})
 
 
 def make_provider(settings: Settings, *, failover: bool | None = None) -> MemoryProvider:

@@ -15,8 +15,9 @@ dependencies (aiosqlite, sqlean, numpy).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ...lazy import lazy_exports
 
 __all__ = ["NativeProvider"]
 
@@ -24,7 +25,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .provider import NativeProvider
 
 
-def __getattr__(name: str) -> Any:
-    if name == "NativeProvider":
-        return importlib.import_module(".provider", __name__).NativeProvider
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"NativeProvider": "provider"})
