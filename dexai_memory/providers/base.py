@@ -221,8 +221,12 @@ class MemoryProvider(abc.ABC):
         await self.record_event(MemoryEvent(new.id, "SUPERSEDES", reason, now, related_id=old_id), user_id=user_id)
         return new
 
-    async def apply_decision(self, decision: UpdateDecision, note: Memory) -> Memory | None:
+    async def apply_decision(self, decision: UpdateDecision, note: Memory, *,
+                             current: Memory | None = None) -> Memory | None:
         """Carry out one classification for ``note``; returns the memory written, or None.
+
+        ``current`` is the memory the decision names, as the caller has just read it
+        (saves reading it again); otherwise it is read here.
 
         ADD stores ``note``; UPDATE merges it into the existing memory (content,
         provenance, mention count); SUPERSEDE replaces the existing memory with
@@ -246,7 +250,8 @@ class MemoryProvider(abc.ABC):
         now = utcnow()
         old = None
         if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
-            old = await self.get(decision.memory_id, user_id=uid)
+            old = current if current is not None and current.id == decision.memory_id else \
+                await self.get(decision.memory_id, user_id=uid)
             if (decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE) and is_tool_origin(note)
                     and not is_tool_origin(old)):
                 decision = UpdateDecision(UpdateAction.ADD, None, f"tool output never rewrites or replaces memory "

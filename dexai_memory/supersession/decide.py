@@ -50,7 +50,8 @@ async def apply(provider: MemoryProvider, decision: UpdateDecision, note: Memory
     memory stays in history), a NOOP that would drop one of the note's as ADD.
     Raises :class:`~dexai_memory.errors.MemoryNotFound` when that memory is gone.
     """
+    old = None
     if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
         old = await provider.get(decision.memory_id, user_id=note.user_id)
         decision = guard_meaning([decision], note.content, [old])[0]
-    return await provider.apply_decision(decision, note)
+    return await provider.apply_decision(decision, note, current=old)
