@@ -24,7 +24,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from dexai_memory.config import Settings, load_settings, private_umask
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.datadir import private_umask
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 
 T = TypeVar("T")

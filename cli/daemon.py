@@ -30,7 +30,7 @@ from typing import Any
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 
 #: Seconds between idle checks of a daemon with an idle exit.
 IDLE_CHECK_SECONDS = 30.0

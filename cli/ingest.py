@@ -10,7 +10,7 @@ import click
 
 from dexai_memory.capture.turns_file import read_turns_jsonl
 from dexai_memory.cli.common import Context, common_options, progress, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 from dexai_memory.pipeline import PipelineReport
 from dexai_memory.providers.base import MemoryProvider
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from dexai_memory.cli.common import Context, common_options, progress, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 
 
 def _clip(text: str, width: int = 90) -> str:

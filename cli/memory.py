@@ -14,7 +14,7 @@ import click
 
 from dexai_memory.cli.common import Context, common_options, fail, parse_as_of, progress, run
 from dexai_memory.cli.lazy import LazyGroup
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier
 from dexai_memory.providers import MemoryProvider, make_provider

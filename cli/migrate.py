@@ -7,7 +7,8 @@ import dataclasses
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, progress, run
-from dexai_memory.config import Settings, ensure_home
+from dexai_memory.config import Settings
+from dexai_memory.datadir import ensure_home
 from dexai_memory.providers import MemoryProvider, make_provider
 from dexai_memory.providers.transfer import TransferReport, transfer
 

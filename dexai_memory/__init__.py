@@ -17,7 +17,7 @@ from .version import __version__
 
 _LAZY: dict[str, str] = {
     # configuration
-    "Settings": "config", "load_settings": "config", "home_dir": "config",
+    "Settings": "config", "load_settings": "config", "home_dir": "datadir",
     # data model
     "Memory": "models", "MemoryType": "models", "Tier": "models", "SearchFilters": "models",
     "SearchResult": "models", "Turn": "models", "UpdateAction": "models", "UpdateDecision": "models",
@@ -43,8 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .agent_tools import allowed_tools, memory_mcp_server
     from .api_compaction import CompactingClient, create_with_memory
     from .capture.gate import Gate
-    from .config import Settings, home_dir, load_settings
+    from .config import Settings, load_settings
     from .daemon import MemoryDaemon
+    from .datadir import home_dir
     from .embeddings import Embedder, make_embedder
     from .errors import (
         ConfigError,

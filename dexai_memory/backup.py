@@ -29,7 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .capture.queue import QUEUE_FILENAME
-from .config import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Settings, tighten
+from .config import Settings
+from .datadir import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, tighten
 from .errors import StorageError
 
 logger = logging.getLogger(__name__)

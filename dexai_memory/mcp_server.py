@@ -37,7 +37,7 @@ import sys
 from typing import Any
 
 from .agent_tools import MemoryTools, build_mcp_server
-from .config import ensure_home
+from .datadir import ensure_home
 from .providers import MemoryProvider, make_provider
 
 logger = logging.getLogger("dexai_memory.mcp_server")  # not __name__: "__main__" under -m

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Written by the hook runtime's own code (dexai_memory/hook_runtime.py, the lead's module): private once
-#: it calls config.private_umask() first thing in run(); see test_hook_runtime_files_are_private.
+#: it calls datadir.private_umask() first thing in run(); see test_hook_runtime_files_are_private.
 HOOK_RUNTIME_FILES = {"hooks.log"}
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import PRIVATE_DIR_MODE, private_file
+from ..datadir import PRIVATE_DIR_MODE, private_file
 from ..errors import QueueError
 from ..models import Turn
 

@@ -265,7 +265,7 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
     Always returns 0 and always writes valid output (``{}`` when anything
     failed): a hook must never break the agent.
     """
-    from ..config import home_dir, private_umask
+    from ..datadir import home_dir, private_umask
 
     private_umask()  # hooks.log, state files, the queue: 0600 in a 0700 data dir
     _setup_logging(home_dir())

@@ -79,7 +79,7 @@ def import_mem0() -> Any:
     """Import ``mem0`` with telemetry off; raise :class:`MissingExtra` if absent."""
     os.environ["MEM0_TELEMETRY"] = "False"
     if "MEM0_DIR" not in os.environ:
-        from ..config import home_dir
+        from ..datadir import home_dir
 
         os.environ["MEM0_DIR"] = str(home_dir() / "mem0")
     try:

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiosqlite
 
-from ...config import PRIVATE_DIR_MODE, private_file
+from ...datadir import PRIVATE_DIR_MODE, private_file
 from ...errors import DatabaseCorrupt, MigrationError, StorageError
 from ...models import utcnow
 from . import migrations
