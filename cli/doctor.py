@@ -64,13 +64,36 @@ async def run_checks(settings: Settings) -> list[Check]:
     checks.append(await _provider_check(settings))
     checks.extend(_write_checks(settings))
     checks.extend(_queue_checks(settings))
+    checks.extend(_extractor_checks(settings))
+    return checks
+
+
+def _extractor_checks(settings: Settings) -> list[Check]:
+    """Which extractor runs and why (API key -> Claude Code sign-in -> offline), and the tokens it used."""
+    from dexai_memory.errors import ConfigError
+    from dexai_memory.extraction.factory import budget, choose_backend
+
     key = settings.extraction.api_key_env
-    extractor = settings.extraction.extractor
-    uses_haiku = extractor == "haiku" or (extractor == "auto" and os.environ.get(key))
-    checks.append(Check("extractor", not (extractor == "haiku" and not os.environ.get(key)),
-                        f"{'Claude Haiku (' + settings.extraction.extraction_model + ')' if uses_haiku else 'offline'}"
-                        f" ({key} {'set' if os.environ.get(key) else 'not set'})",
-                        f"export {key}=... or set extraction.extractor: offline"))
+    try:
+        backend = choose_backend(settings)
+    except ConfigError as exc:
+        return [Check("extractor", False, str(exc), f"export {key}=... or set extraction.extractor: auto")]
+    model = settings.extraction.extraction_model
+    label = {"api_key": f"Claude Haiku ({model}) with an API key",
+             "claude_code": f"Claude Haiku ({model}) through the Claude Code sign-in",
+             "offline": "offline rules"}[backend.name]
+    fix = "" if backend.name != "offline" else (
+        f"for model extraction: export {key}=..., or sign in to Claude Code (`claude` then /login)")
+    checks = [Check("extractor", True, f"{label}: {backend.reason}", fix)]
+    status = budget(settings).status()
+    today, month, limit = status["today"], status["month"], status["daily_budget"]
+    spent = bool(limit) and today["total_tokens"] >= limit
+    checks.append(Check("model tokens", not spent or backend.name == "offline",
+                        f"today {today['total_tokens']:,} of {limit:,} ({today['calls']} calls), "
+                        f"this month {month['total_tokens']:,}" if limit else
+                        f"today {today['total_tokens']:,} (no daily limit), this month {month['total_tokens']:,}",
+                        "today's budget is spent: the offline extractor answers until tomorrow; raise "
+                        "extraction.daily_token_budget for more" if spent else ""))
     return checks
 
 

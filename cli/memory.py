@@ -369,7 +369,7 @@ def history(memory_id: str, ctx: Context) -> None:
 @memory.command()
 @common_options
 def stats(ctx: Context) -> None:
-    """Counts by type and tier, validity, and the database size."""
+    """Counts by type and tier, validity, the database size, and the model tokens used today and this month."""
 
     async def go(p: MemoryProvider) -> dict[str, Any]:
         out: dict[str, Any] = {"user": ctx.user, "provider": p.name}
@@ -387,7 +387,10 @@ def stats(ctx: Context) -> None:
         out["database"] = dict(health.details)
         return out
 
+    from dexai_memory.extraction.factory import budget
+
     data = with_provider(ctx, go)
+    data["model_tokens"] = budget(ctx.settings).status()
     lines = [f"User {data['user']} ({data['provider']}): {data['valid']} current of {data['total']} memories,"
              f" {data['pinned']} pinned"]
     lines += [f"  {k:<13} {v}" for k, v in data["by_type"].items()]
@@ -397,6 +400,10 @@ def stats(ctx: Context) -> None:
     if data["database"].get("vectors_pending"):
         lines.append(f"  {data['database']['vectors_pending']} memories wait for vectors "
                      "('dexai memory reembed --missing', or a running daemon)")
+    tokens = data["model_tokens"]
+    limit = f" of {tokens['daily_budget']:,}" if tokens["daily_budget"] else ""
+    lines.append(f"  model tokens: today {tokens['today']['total_tokens']:,}{limit}, "
+                 f"this month {tokens['month']['total_tokens']:,}")
     ctx.emit(data, "\n".join(lines))
 
 

@@ -110,10 +110,17 @@ class ExtractionConfig:
     ingest_gate_threshold: float = field(default=DEFAULT_INGEST_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
     #: Model used for extraction when an API key is set.
     extraction_model: str = DEFAULT_MODEL
-    #: auto (Haiku with a key, offline without), haiku or offline.
-    extractor: str = field(default="auto", metadata=_check(choices=("auto", "haiku", "offline")))
+    #: auto (Haiku with an API key, else through a signed-in Claude Code, else offline), haiku (API key),
+    #: claude_code (the sign-in) or offline; ``$DEXAI_EXTRACTOR`` overrides it.
+    extractor: str = field(default="auto", metadata=_check(choices=("auto", "haiku", "claude_code", "offline")))
     #: Environment variable holding the Anthropic API key.
     api_key_env: str = "ANTHROPIC_API_KEY"
+    #: Claude Code CLI used for extraction through the user's sign-in: empty finds ``claude`` on PATH,
+    #: then the one bundled in claude-agent-sdk; ``none`` never uses the sign-in (``$DEXAI_CLAUDE_CODE_CLI``).
+    claude_code_cli: str = ""
+    #: Model tokens (input + output) extraction, classification and consolidation may use per day
+    #: (local time), with an API key or the sign-in; then the offline extractor answers. 0: no limit.
+    daily_token_budget: int = field(default=300_000, metadata=_check(0, 1_000_000_000_000))
     #: Turns processed per batch.
     batch_size: int = field(default=5, metadata=_check(1, 1000))
     #: Seconds before a partial batch is flushed.

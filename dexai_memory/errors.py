@@ -89,6 +89,11 @@ class ExtractionError(DexaiMemoryError):
     """Memory extraction from a turn failed."""
 
 
+class ModelUnavailable(ExtractionError):
+    """The model cannot be asked now (daily token budget spent, Claude Code missing or signed out,
+    its call failed); the offline implementation answers instead."""
+
+
 class QueueError(DexaiMemoryError):
     """The extraction queue could not accept or persist a job."""
 

@@ -17,13 +17,17 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point DEXAI_MEMORY_HOME at a fresh directory and drop API keys from the environment."""
+    """Point DEXAI_MEMORY_HOME at a fresh directory, drop API keys from the environment and leave
+    any Claude Code sign-in unused."""
     home = tmp_path / "dexai-home"
     monkeypatch.setenv("DEXAI_MEMORY_HOME", str(home))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ZEP_API_KEY", raising=False)
     # hooks run by tests do not start background daemons unless a test asks for it
     monkeypatch.setenv("DEXAI_DAEMON_AUTOSTART", "0")
+    # no test asks a Claude Code sign-in it did not set up (a developer's own sign-in stays unused)
+    monkeypatch.setenv("DEXAI_CLAUDE_CODE_CLI", "none")
+    monkeypatch.delenv("DEXAI_EXTRACTOR", raising=False)
     return home
 
 

@@ -2,21 +2,22 @@
 (structured output via a ``record_memories`` tool) and :class:`HaikuClassifier`
 (``classify_update``), on the official ``anthropic`` client.
 
-:class:`HaikuTool` is the shared plumbing of one structured call: a forced
-tool, the client's retries for transport errors, one more attempt after a
-malformed answer, then :class:`~dexai_memory.errors.ExtractionError`.
+:class:`HaikuTool` carries their structured calls over the Messages API with an
+API key (a forced tool, the client's retries for transport errors); the same
+classes run over the user's Claude Code sign-in with
+:class:`~dexai_memory.extraction.claude_code.ClaudeCodeCall`. The retry loop
+and the token budget are :class:`~dexai_memory.extraction.model_call.ModelCall`'s.
 The summarizer on Haiku is in :mod:`dexai_memory.extraction.summarizer`;
 :mod:`dexai_memory.extraction.factory` picks Haiku or offline from the settings.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..dates import format_day, resolve
 from ..errors import ExtractionError, InvalidMemory
@@ -32,18 +33,17 @@ from ..models import (
 from ..privacy import REDACTED, redact
 from ..supersession.classifier import UpdateClassifier
 from .base import Extractor
+from .model_call import Answer, MalformedAnswer, ModelCall, loads, tool_input
+from .usage import Usage
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-__all__ = ["HaikuClassifier", "HaikuExtractor", "HaikuTool", "MalformedAnswer"]
+    from .usage import DailyBudget
+
+__all__ = ["HaikuClassifier", "HaikuExtractor", "HaikuTool", "carrier"]
 
 logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
-
-
-#: Retries after a malformed model answer (the API's transient errors are retried by the client).
-MALFORMED_RETRIES = 1
 
 _NOTE_TYPES = [t.value for t in (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.EVENT, MemoryType.INSIGHT,
                                  MemoryType.RELATIONSHIP, MemoryType.COMMITMENT, MemoryType.TASK)]
@@ -138,93 +138,43 @@ decide, for each existing memory, one action:
 Give a short reason for every decision. Answer with classify_update."""
 
 
-class MalformedAnswer(Exception):
-    """The model's answer could not be used (triggers the retry)."""
+class HaikuTool(ModelCall):
+    """The Messages API with an API key: a forced tool; the ``anthropic`` client retries
+    transport errors, an API error raises :class:`ExtractionError` (the queue retries the job)."""
 
+    source = "api_key"
 
-class HaikuTool:
-    """One structured call: a forced tool, the client's retries for transport errors,
-    one more attempt after a malformed answer, then :class:`ExtractionError`."""
-
-    def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 2048):
+    def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 2048,
+                 budget: DailyBudget | None = None):
+        super().__init__(model, max_tokens=max_tokens, budget=budget)
         self.client = client
-        self.model = model
-        self.max_tokens = max_tokens
 
     async def aclose(self) -> None:
         """Close the underlying client."""
         await self.client.close()
 
-    async def ask(self, system: str, prompt: str, tool: dict[str, Any],
-                  parse: Callable[[Mapping[str, Any]], _T], what: str) -> _T:
+    async def send(self, system: str, prompt: str, tool: Mapping[str, Any], what: str) -> Answer:
         import anthropic  # already imported by whoever built the client
 
-        problem = "no answer"
-        for attempt in range(1 + MALFORMED_RETRIES):
-            try:
-                create: Any = self.client.messages.create  # the SDK's overloads want TypedDicts
-                message = await create(
-                    model=self.model, max_tokens=self.max_tokens, system=system, tools=[tool],
-                    tool_choice={"type": "tool", "name": tool["name"]},
-                    messages=[{"role": "user", "content": prompt}],
-                )
-            except anthropic.APIError as exc:
-                raise ExtractionError(f"{what} failed: Anthropic API error: {exc}") from exc
-            try:
-                return parse(_tool_input(message, tool["name"]))
-            except MalformedAnswer as exc:
-                problem = str(exc)
-                logger.warning("%s: malformed model output (attempt %d of %d): %s", what, attempt + 1,
-                               1 + MALFORMED_RETRIES, problem)
-        raise ExtractionError(f"{what} failed: the model's output was malformed twice ({problem})")
-
-
-def _tool_input(message: Any, tool_name: str) -> Mapping[str, Any]:
-    """The input of the ``tool_name`` call, or JSON found in the text (repair), else MalformedAnswer."""
-    texts: list[str] = []
-    for block in getattr(message, "content", None) or []:
-        kind = getattr(block, "type", None)
-        if kind == "tool_use" and getattr(block, "name", None) == tool_name:
-            data = block.input
-            if isinstance(data, str):
-                data = _loads(data)
-            if not isinstance(data, Mapping):
-                raise MalformedAnswer(f"{tool_name} input is not an object")
-            return data
-        if kind == "text":
-            texts.append(block.text)
-    text = "\n".join(texts).strip()
-    if not text:
-        raise MalformedAnswer(f"no {tool_name} tool call and no text")
-    data = _json_in_text(text)
-    if data is None:
-        raise MalformedAnswer(f"no {tool_name} tool call and no JSON in the text")
-    return data
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise MalformedAnswer(f"invalid JSON: {exc}") from None
-
-
-def _json_in_text(text: str) -> Mapping[str, Any] | None:
-    fenced = re.search(r"```(?:json)?\s*(.+?)```", text, re.S)
-    candidates = [fenced.group(1)] if fenced else []
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start >= 0:
-        candidates.append(text[start:])
-    for candidate in candidates:
         try:
-            data, _ = json.JSONDecoder().raw_decode(candidate.strip())
-        except ValueError:
-            continue
-        if isinstance(data, list):
-            return {"notes": data, "decisions": data}
-        if isinstance(data, Mapping):
-            return data
-    return None
+            create: Any = self.client.messages.create  # the SDK's overloads want TypedDicts
+            message = await create(
+                model=self.model, max_tokens=self.max_tokens, system=system, tools=[tool],
+                tool_choice={"type": "tool", "name": tool["name"]},
+                messages=[{"role": "user", "content": prompt}],
+            )
+        except anthropic.APIError as exc:
+            raise ExtractionError(f"{what} failed: Anthropic API error: {exc}") from exc
+        usage = Usage.of(getattr(message, "usage", None))
+        try:
+            return Answer(tool_input(getattr(message, "content", None), tool["name"]), usage)
+        except MalformedAnswer as exc:
+            return Answer(None, usage, str(exc))
+
+
+def carrier(client: AsyncAnthropic | ModelCall, model: str, max_tokens: int) -> ModelCall:
+    """``client`` itself when it is a :class:`ModelCall`, else a :class:`HaikuTool` on it."""
+    return client if isinstance(client, ModelCall) else HaikuTool(client, model, max_tokens=max_tokens)
 
 
 def _as_int(value: Any, lo: int, hi: int, default: int) -> int:
@@ -300,8 +250,8 @@ class HaikuExtractor(Extractor):
     then reported as :class:`ExtractionError`.
     """
 
-    def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 2048):
-        self._tool = HaikuTool(client, model, max_tokens=max_tokens)
+    def __init__(self, client: AsyncAnthropic | ModelCall, model: str = "", *, max_tokens: int = 2048):
+        self._tool = carrier(client, model, max_tokens)
 
     @property
     def model(self) -> str:
@@ -340,7 +290,7 @@ class HaikuExtractor(Extractor):
 def _parse_notes(data: Mapping[str, Any], turn_ids: Sequence[str], anchor: datetime | None) -> list[ExtractedNote]:
     raw = data.get("notes")
     if isinstance(raw, str):
-        raw = _loads(raw)
+        raw = loads(raw)
     if isinstance(raw, Mapping):
         raw = [raw]
     if not isinstance(raw, list):
@@ -403,8 +353,8 @@ _SPACES = re.compile(r"\s+")
 class HaikuClassifier(UpdateClassifier):
     """ADD / UPDATE / SUPERSEDE / NOOP by Claude Haiku with a ``classify_update`` tool."""
 
-    def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 1024):
-        self._tool = HaikuTool(client, model, max_tokens=max_tokens)
+    def __init__(self, client: AsyncAnthropic | ModelCall, model: str = "", *, max_tokens: int = 1024):
+        self._tool = carrier(client, model, max_tokens)
 
     async def aclose(self) -> None:
         await self._tool.aclose()
@@ -419,7 +369,7 @@ class HaikuClassifier(UpdateClassifier):
         def parse(data: Mapping[str, Any]) -> list[UpdateDecision]:
             raw = data.get("decisions")
             if isinstance(raw, str):
-                raw = _loads(raw)
+                raw = loads(raw)
             if isinstance(raw, Mapping):
                 raw = [raw]
             if not isinstance(raw, list):

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ExtractionError
 from ..privacy import redact
 from .base import Summarizer
-from .haiku import HaikuTool, MalformedAnswer
+from .haiku import carrier
+from .model_call import MalformedAnswer, ModelCall
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -80,8 +81,8 @@ Answer with write_summary."""
 class HaikuSummarizer(Summarizer):
     """Consolidation abstracts by Claude Haiku with a ``write_summary`` tool."""
 
-    def __init__(self, client: AsyncAnthropic, model: str, *, max_tokens: int = 1024):
-        self._tool = HaikuTool(client, model, max_tokens=max_tokens)
+    def __init__(self, client: AsyncAnthropic | ModelCall, model: str = "", *, max_tokens: int = 1024):
+        self._tool = carrier(client, model, max_tokens)
 
     async def aclose(self) -> None:
         await self._tool.aclose()

@@ -13,6 +13,11 @@ import pytest
 from dexai_memory.config import load_settings
 from dexai_memory.errors import ConfigError, ExtractionError
 from dexai_memory.extraction.factory import make_classifier, make_extractor, make_summarizer
+from dexai_memory.extraction.fallback import (
+    FallbackClassifier,
+    FallbackExtractor,
+    FallbackSummarizer,
+)
 from dexai_memory.extraction.haiku import HaikuClassifier, HaikuExtractor
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.extraction.summarizer import HaikuSummarizer, OfflineSummarizer
@@ -227,9 +232,11 @@ async def test_factories_haiku_with_key(monkeypatch: pytest.MonkeyPatch, api: Fa
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     settings = load_settings()
     extractor = make_extractor(settings)
-    assert isinstance(extractor, HaikuExtractor)
-    assert isinstance(make_classifier(settings), HaikuClassifier)
-    assert isinstance(make_summarizer(settings), HaikuSummarizer)
+    # Haiku, with the offline implementation behind it for a spent budget
+    assert isinstance(extractor, FallbackExtractor) and isinstance(extractor.model, HaikuExtractor)
+    classifier, summarizer = make_classifier(settings), make_summarizer(settings)
+    assert isinstance(classifier, FallbackClassifier) and isinstance(classifier.model, HaikuClassifier)
+    assert isinstance(summarizer, FallbackSummarizer) and isinstance(summarizer.model, HaikuSummarizer)
     api.enqueue(record({"content": "Caroline likes tea.", "type": "PREFERENCE", "importance": 4}))
     assert [n.content for n in await extractor.extract([TURN])] == ["Caroline likes tea."]
     await extractor.aclose()
