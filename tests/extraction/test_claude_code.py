@@ -47,6 +47,10 @@ def is_classification(body: dict[str, Any]) -> bool:
     return "classify_update" in json.dumps(body.get("system", ""))
 
 
+def _words(text: str) -> set[str]:
+    return set(text.lower().replace("`", " ").split())
+
+
 class FakeHaiku:
     """Answers dexai-memory's extraction and classification questions with JSON text, like Haiku."""
 
@@ -58,10 +62,14 @@ class FakeHaiku:
     def __call__(self, body: dict[str, Any]) -> Reply | None:
         if is_extraction(body):
             text = json.dumps({"notes": self.notes})
-        elif is_classification(body):
-            ids = [line.split("]")[0].strip("[") for line in text_of(body).splitlines() if line.startswith("[")]
-            text = json.dumps({"decisions": [{"memory_id": i, "action": "NOOP", "reason": "the same rule"}
-                                             for i in ids]})
+        elif is_classification(body):  # NOOP for the same statement in other words, else ADD
+            lines = text_of(body).splitlines()
+            new = next((line[len("NEW: "):] for line in lines if line.startswith("NEW: ")), "")
+            existing = [line[1:].split("] ", 1) for line in lines if line.startswith("[") and "] " in line]
+            text = json.dumps({"decisions": [
+                {"memory_id": i, "action": "NOOP" if _words(c) & _words(new) >= {"make", "check"} else "ADD",
+                 "reason": "the same rule" if _words(c) & _words(new) >= {"make", "check"} else "unrelated"}
+                for i, c in existing]})
         else:
             return None
         return Reply(text=text, input_tokens=self.input_tokens, output_tokens=self.output_tokens)
