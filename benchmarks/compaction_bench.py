@@ -300,8 +300,11 @@ def compaction_indices(requests: Sequence[RecordedRequest]) -> list[int]:
 
 
 def memory_env(home: Path) -> dict[str, str]:
-    """Environment of the CLI, its hooks, the daemon and ``dexai memory``: the store in ``home``."""
+    """Environment of the CLI, its hooks, the daemon and ``dexai memory``: the store in ``home``, and the
+    offline extractor (what a user without an API key gets once the sign-in's daily token budget is spent,
+    or with no sign-in; the fake API cannot play Haiku for the sign-in path)."""
     return {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": USER, "DEXAI_MEMORY_HOOK_DEBUG": "1",
+            "DEXAI_EXTRACTOR": "offline",
             "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
 
 

@@ -136,10 +136,12 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
         with FakeMessagesAPI(compaction_summary=SUMMARY) as api:
             out.step("Start Claude Code against a local fake Messages API (no network, no API key)")
             out.info(f"claude {version} ({binary.name} bundled with claude-agent-sdk), {plugin_note} loaded")
-            out.info(f"fake API on {api.base_url}; signed in with a token, no ANTHROPIC_API_KEY: "
-                     "dexai-memory uses its offline extractor")
+            out.info(f"fake API on {api.base_url}; signed in with a token, no ANTHROPIC_API_KEY")
+            out.info("extraction: the offline extractor (DEXAI_EXTRACTOR=offline). A signed-in user's daemon asks "
+                     "Haiku through Claude Code within extraction.daily_token_budget, and falls back to these "
+                     "rules; the fake API cannot play Haiku")
             out.info(f"an empty memory store in {home}; nothing else is started by this demo")
-            env = {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "demo",
+            env = {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "demo", "DEXAI_EXTRACTOR": "offline",
                    "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
             run = ClaudeRun(home=tmp / "claude-home", base_url=api.base_url, cwd=tmp / "project",
                             plugin_dirs=[plugin], env=env, timeout=timeout, auth="token")

@@ -47,8 +47,9 @@ logger = logging.getLogger(__name__)
 
 #: Environment variable overriding ``extraction.claude_code_cli`` (a path, or ``none``).
 CLI_ENV = "DEXAI_CLAUDE_CODE_CLI"
-#: Set in the environment of the CLI we run, so a hook of ours that still runs there does nothing.
-INTERNAL_ENV = "DEXAI_MEMORY_INTERNAL"
+#: Set in the environment of the CLI we run, so a hook of ours that still runs there does nothing
+#: (the hooks' own off switch).
+INTERNAL_ENV = "DEXAI_MEMORY_DISABLED"
 #: Seconds a ``claude auth status`` answer is trusted.
 STATUS_TTL_SECONDS = 600.0
 #: Seconds after a failed call during which the offline implementation answers without trying.
@@ -143,7 +144,7 @@ class ClaudeCodeCall(ModelCall):
             raise
 
     async def _query(self, system: str, prompt: str, tool: Mapping[str, Any], what: str) -> Answer:
-        import asyncio  # local: the command hook imports this module for INTERNAL_ENV alone
+        import asyncio  # local: only a model call needs it
 
         try:
             from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError, ResultMessage, query

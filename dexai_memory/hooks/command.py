@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..config import Settings, load_user_settings
-from ..extraction.claude_code import INTERNAL_ENV
 from ..version import __version__
 from .events import Block, HookBackend, HookContext, handle
 from .state import EVENTS, compaction_instructions, project_for, snapshot_memory, user_id_for
@@ -278,8 +277,6 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
             payload = {}
         if event not in EVENTS:
             logger.warning("unknown hook event %r", event)
-        elif os.environ.get(INTERNAL_ENV):
-            pass  # a Claude Code run by our own extraction: nothing of it is the user's conversation
         else:
             answer = handle(event, payload, command_context(load_user_settings()))
     except Exception:  # a hook never fails the agent: log and answer a no-op

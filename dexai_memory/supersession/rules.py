@@ -100,7 +100,10 @@ _ATTRIBUTES = (
     r"(?:moved|relocated)(?: from .{1,40}?)? to",
     r"works? (?:at|for|as)", r"is (?:married to|dating|engaged to)", r"(?:favou?rite \w+) is", r"uses?", r"drives?",
     r"is (?:a|an)", r"studies", r"is studying", r"wants? to", r"plans? to", r"is called", r"named",
+    r"(?:main |primary |new |current )?(?:goal|objective|aim|target)(?: now| still)? is",
 )
+#: Words naming a goal: one slot, so a new goal replaces the old one.
+_GOAL_WORDS = frozenset({"goal", "objective", "aim", "target"})
 #: Attributes (as :func:`subject_attribute` names them) that hold many values at once.
 MULTI_VALUED = frozenset({"prefer", "like", "love", "enjoy", "hate", "dislike", "use", "want to", "plan to", "is a"})
 #: Words that never make two values "the same slot".
@@ -214,6 +217,8 @@ def subject_attribute(text: str) -> tuple[str, str, str] | None:
     words = m.group("attr").lower().replace("favorite", "favourite").split()
     if words[0] in ("moved", "relocated"):  # where one lives now: the same slot as "lives in"
         words = ["live", "in"]
+    elif _GOAL_WORDS & set(words):  # "main goal now is", "objective is": one goal slot
+        words = ["goal", "is"]
     elif words[0] == "studies":
         words[0] = "study"
     elif words[0] != "is":

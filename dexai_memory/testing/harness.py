@@ -122,6 +122,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..extraction.claude_code import bundled_cli
+
 __all__ = [
     "DUMMY_API_KEY",
     "ClaudeBinaryNotFound",
@@ -174,16 +176,14 @@ def claude_binary() -> Path:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise ClaudeBinaryNotFound(f"${BINARY_ENV}={override} is not an executable file")
         return path
-    spec = importlib.util.find_spec("claude_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
+    if importlib.util.find_spec("claude_agent_sdk") is None:
         raise ClaudeBinaryNotFound(
             "claude-agent-sdk is not installed, so there is no bundled Claude Code CLI; "
             f"`pip install claude-agent-sdk` or set ${BINARY_ENV}"
         )
-    for location in spec.submodule_search_locations:
-        path = Path(location) / "_bundled" / "claude"
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
+    bundled = bundled_cli()
+    if bundled is not None:
+        return bundled
     raise ClaudeBinaryNotFound(
         "claude-agent-sdk is installed without its bundled CLI (_bundled/claude); "
         f"install a platform wheel of claude-agent-sdk or set ${BINARY_ENV}"

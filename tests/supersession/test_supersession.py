@@ -49,6 +49,12 @@ S, A, U, N = UpdateAction.SUPERSEDE, UpdateAction.ADD, UpdateAction.UPDATE, Upda
         ("Sam's favourite colour is red", "Sam's favorite colour is deep ocean blue", S),
         ("Sam is married to Alex", "Sam is married to Jordan", S),
         ("The cat is called Tom", "The cat is called Whiskers", S),
+        # a new goal replaces the old one (one goal slot per subject, however it is named)
+        ("The user's goal is to get test coverage above 85 percent.",
+         "The user's goal now is to cut the cold start below 2 seconds.", S),
+        ("The user's main objective is to ship the onboarding flow.",
+         "The user's goal is to replace the hand-written SQL with dbt models.", S),
+        ("The user's goal is to ship the onboarding flow.", "The team's goal is to migrate off Python 3.8.", A),
         # different attributes or subjects never supersede
         ("Sam is called Sammy", "Sam is a teacher", A),
         ("Sam prefers tea", "Alex prefers coffee", A),
@@ -73,6 +79,7 @@ def test_slot_rule(old: str, new: str, action: UpdateAction) -> None:
         ("Her favorite color is red", ("her", "favourite color is", "red")),
         ("Sam wants to learn piano", ("sam", "want to", "learn piano")),
         ("Melanie paints sunsets", None),
+        ("The user's main goal now is to ship v2", ("the user's", "goal is", "to ship v2")),
     ],
 )
 def test_subject_attribute(text: str, expected: tuple[str, str, str] | None) -> None:
@@ -148,3 +155,19 @@ async def test_unpinned_memory_still_superseded(provider: NativeProvider, settin
     report = await pipeline.process([(Turn(id="t1", user_id="u", content="Sam lives in Denver", session_id="s"), ())])
     assert report.superseded == 1
     assert [m.content for m in await provider.list(user_id="u")] == ["Sam lives in Denver"]
+
+
+async def test_a_new_goal_said_in_conversation_replaces_the_old_one(provider: NativeProvider,
+                                                                   settings: Settings) -> None:
+    """Through the offline extractor, as a user without an API key has it."""
+    from dexai_memory.extraction.offline import OfflineExtractor
+
+    pipeline = Pipeline(provider, settings, extractor=OfflineExtractor())
+    said = ["My goal this quarter is to get test coverage of the API above 85 percent.",
+            "New goal: cut the cold start of the CLI below 2 seconds."]
+    for i, text in enumerate(said):
+        await pipeline.process([(Turn(id=f"g{i}", user_id="u", content=text, session_id="s"), ())])
+    current = [m.content for m in await provider.list(user_id="u")]
+    assert [c for c in current if "goal" in c] == ["The user's goal is to cut the cold start of the CLI below 2 seconds."]
+    old = [m for m in await provider.list(user_id="u", filters=SearchFilters(valid_only=False)) if "85" in m.content]
+    assert old and not old[0].is_valid and old[0].superseded_by  # kept in history, no longer current
