@@ -82,10 +82,13 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<rel>next|this|last)\s+month\b", re.I),
      "dom-rel"),
     (re.compile(r"\b(?:the\s+)?end\s+of\s+(?P<rel>the|this|next|last)\s+(?P<unit>week|month|year)\b", re.I), "end-of"),
+    # "on Friday the 24th": the day of the month decides, the weekday only confirms it
+    (re.compile(rf"\b(?:on\s+)?{_WEEKDAY_RE},?\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)\b", re.I), "dom"),
     (re.compile(rf"\b(?P<rel>last|next|this|past|coming)\s+(?P<wd>{_WEEKDAY_RE})\b", re.I), "rel-weekday"),
     (re.compile(r"\b(?P<rel>last|next|this|past|coming)\s+(?P<unit>week|weekend|month|year)\b", re.I), "rel-unit"),
     (re.compile(rf"\bon\s+(?P<wd>{_WEEKDAY_RE})\b", re.I), "on-weekday"),
-    (re.compile(rf"(?:(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore ))(?P<wd>{_WEEKDAY_RE})\b", re.I), "by-weekday"),
+    (re.compile(rf"(?:(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore )|(?<=\bdue )|(?<=\bdeadline is ))"
+                rf"(?P<wd>{_WEEKDAY_RE})\b", re.I), "by-weekday"),
     (re.compile(r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\b|century|time|floor|place|grade|edition|"
                 r"version|attempt|round|row|anniversary|birthday|percentile|day|week|month|year|street|avenue|st\b))", re.I),
      "dom"),
@@ -97,7 +100,7 @@ _FUTURE_RE = re.compile(
     re.I,
 )
 _PART_OF_DAY = re.compile(r"\s+(morning|afternoon|evening|night)\b", re.I)
-_PREPOSITION_BEFORE = re.compile(r"\b(?:since|until|till|by|from|before|after|around|about|of)\s*$", re.I)
+_PREPOSITION_BEFORE = re.compile(r"\b(?:since|until|till|by|from|before|after|around|about|of|to)\s*$", re.I)
 _LOCOMO_TS = re.compile(
     r"^\s*(?P<h>\d{1,2}):(?P<mi>\d{2})\s*(?P<ampm>am|pm)\s+on\s+(?P<d>\d{1,2})\s+(?P<mon>[A-Za-z]+),?\s+(?P<y>\d{4})\s*$",
     re.I,
@@ -275,7 +278,10 @@ def _resolve_match(kind: str, m: re.Match[str], anchor: date, future: bool) -> t
         n = _number(g["n"])
         if n is None:
             return None
-        return _shift(anchor, -n if kind == "ago" else n, g["unit"].lower())
+        unit = g["unit"].lower()
+        if kind == "in" and unit == "week":  # "in two weeks": that day, a date to keep (an appointment, a deadline)
+            return anchor + timedelta(weeks=n), "day"
+        return _shift(anchor, -n if kind == "ago" else n, unit)
     if kind == "rel-unit":
         rel, unit = g["rel"].lower(), g["unit"].lower()
         step = {"last": -1, "past": -1, "next": 1, "coming": 1, "this": 0}[rel]

@@ -11,6 +11,7 @@ signal                 weight  examples
 commitment             0.4     I'll, I promise, remind me to, don't forget
 preference             0.3     I prefer, I like, I always, my favourite
 temporal               0.2     tomorrow, next week, at 3pm, last Friday
+specific_day           +0.1    one named day (Friday, tomorrow, the 24th, May 31), on top of temporal
 entities               0.2     capitalised names mid-sentence, Dr. Smith, NER
 factual                0.2     I am a, I work at, I live in, I have, I went
 possessive             0.2     my doctor, our project (no antecedent)
@@ -75,6 +76,7 @@ WEIGHTS: dict[str, float] = {
     "project": 0.3,
     "technical": 0.3,
     "deadline": 0.2,
+    "specific_day": 0.1,
 }
 #: Fast-signal score from which entity novelty is computed.
 NOVELTY_MIN_SCORE = 0.2
@@ -213,6 +215,16 @@ def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
 
 _SIGNALS = {name: _lowered(pattern) for name, pattern in _SIGNALS.items()}
 
+#: A named day (a weekday, tomorrow, the 24th, May 31, 2026-05-31): a statement pinned to one day is an
+#: appointment, a deadline or an event, worth keeping on that alone.
+_SPECIFIC_DAY = re.compile(
+    r"\b(?:yesterday|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"the\s+\d{1,2}(?:st|nd|rd|th)|\d{4}-\d{2}-\d{2}|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\b")
+#: Goodbyes that name a day ("see you tomorrow", "have a good weekend, bye Monday"): nothing to keep.
+_SIGN_OFF = re.compile(r"\b(?:see|talk to|catch|speak to)\s+(?:you|ya)\b|\bbye\b|\bhave a (?:nice|good|great)\b|"
+                       r"\buntil (?:tomorrow|monday|tuesday|wednesday|thursday|friday)\b")
 _TIME_WORDS = (
     "yesterday today tonight tomorrow weekend weekends week weeks month months year years time day days morning "
     "night evening monday tuesday wednesday thursday friday saturday sunday january february march april june "
@@ -376,6 +388,9 @@ class SignalScorer:
                 continue
             if pattern.search(low):
                 signals[name] = WEIGHTS[name]
+        if _SPECIFIC_DAY.search(low) and len(tokens) >= 4 and not _SIGN_OFF.search(low):
+            signals.setdefault("temporal", WEIGHTS["temporal"])
+            signals["specific_day"] = WEIGHTS["specific_day"]
         entities = self.entities(text)
         if entities:
             signals["entities"] = WEIGHTS["entities"]

@@ -113,6 +113,7 @@ from .session_rules import (
     BEFORE_WE_START,
     CHATTER,
     DECISION_IMPORTANCE,
+    FORWARD_CUE,
     FRAMING,
     GOAL_IMPORTANCE,
     HAZARD,
@@ -417,7 +418,9 @@ class OfflineExtractor(Extractor):
         """A statement of the session's user: about themselves, the team, the project or a person."""
         name = "The user"
         first_person = bool(FIRST_PERSON.search(sentence))
-        before = bool(PAST_WORDS.search(sentence) or PAST_VERB.search(sentence)) and not TO_VERB.search(sentence)
+        said_past = PAST_WORDS.search(sentence)
+        before = bool(said_past or PAST_VERB.search(sentence)) and not (TO_VERB.search(sentence) and not said_past) \
+            and not FORWARD_CUE.search(sentence)
         future = not past and (is_future(sentence) or not before)
         dated, dates = rewrite_dates(sentence, anchor, future=future)
         note_type = MemoryType.FACT if category == "decision" else self._classify(sentence, dates, future)

@@ -151,7 +151,12 @@ SESSION_PREFERENCE = re.compile(r"\bI(?:'d| would)\s+(?:rather|like)\b(?!\s+to\b
                                 r"(?:vegetarian|vegan)\b", re.I)
 RECURRING = re.compile(r"\b(?:birthday|anniversary|every|each|weekly|daily|monthly|yearly|annual)\b", re.I)
 #: A sentence about the past (its "on Friday" is the last Friday); else the session's user means the coming one.
-PAST_WORDS = re.compile(r"\b(?:was|were|had|did|went|came|left|ran|ago|yesterday|earlier|happened)\b", re.I)
+PAST_WORDS = re.compile(r"\b(?:was|were|had|did|went|came|left|ran|ago|yesterday|earlier|happened|(?<!'ve )(?<!have )got|began|"
+                        r"started|finished|joined|shipped|launched|broke|crashed|met|took|won|lost)\b", re.I)
+#: Booking and scheduling words: the date they carry is still to come, whatever the tense ("I booked the MOT
+#: for the 22nd", "the review got moved to Thursday").
+FORWARD_CUE = re.compile(r"\b(?:booked|scheduled|rescheduled|planned|arranged|confirmed|postponed|pushed\s+back|"
+                         r"moved\s+to|set\s+for|due|deadline|closes|expires?|appointment)\b", re.I)
 PAST_VERB = re.compile(r"\b(?:I|we|he|she|it|they|[A-Z]\w+)\s+(?:just\s+|already\s+)?\w{2,}ed\b")
 TO_VERB = re.compile(r"\bto\s+(?!the\b|a\b|an\b|my\b|our\b|be\b)[a-z]{3,}\b")
 #: Least importance of the session user's notes by type (preferences rank with instructions).
