@@ -177,3 +177,35 @@ def test_real_console_script(isolated_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     bad = subprocess.run([*cmd, "memory", "get", "m_nope", "--user", "sam"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "Error: no memory" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_stats_and_doctor_show_the_model_tokens_and_the_extractor(isolated_home: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import date, timedelta
+
+    from dexai_memory.extraction.usage import TokenLedger, Usage
+
+    ledger = TokenLedger.in_home(isolated_home)
+    ledger.charge("claude_code", Usage(1_200, 300))
+    ledger.charge("api_key", Usage(500, 0))
+    earlier = date.today().replace(day=1) if date.today().day > 1 else None
+    if earlier:  # earlier this month: in the month, not in today
+        ledger.charge("claude_code", Usage(1_000, 0), day=earlier)
+    ledger.charge("claude_code", Usage(9_999, 0), day=date.today().replace(day=1) - timedelta(days=1))  # last month
+    stats = json.loads(ok("memory", "stats", "--user", "sam", "--json").stdout)["model_tokens"]
+    assert stats["today"]["total_tokens"] == 2_000 and stats["today"]["calls"] == 2
+    assert stats["today"]["by_source"] == {"claude_code": 1_500, "api_key": 500}
+    assert stats["month"]["total_tokens"] == 2_000 + (1_000 if earlier else 0)
+    assert stats["daily_budget"] == 300_000 and stats["left_today"] == 298_000
+    assert "model tokens: today 2,000 of 300,000" in ok("memory", "stats", "--user", "sam").output
+
+    checks = {c["name"]: c for c in json.loads(ok("memory", "doctor", "--json").stdout)["checks"]}
+    assert checks["extractor"]["ok"] and checks["extractor"]["detail"].startswith("offline rules")
+    assert "Claude Code: turned off" in checks["extractor"]["detail"]  # the suite's DEXAI_CLAUDE_CODE_CLI=none
+    assert checks["model tokens"]["ok"] and "today 2,000 of 300,000" in checks["model tokens"]["detail"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    (isolated_home / "memory.yaml").write_text("extraction:\n  daily_token_budget: 1000\n")
+    checks = {c["name"]: c for c in json.loads(dexai("memory", "doctor", "--json").stdout)["checks"]}
+    assert checks["extractor"]["detail"].startswith("Claude Haiku") and "ANTHROPIC_API_KEY is set" in \
+        checks["extractor"]["detail"]
+    assert not checks["model tokens"]["ok"] and "budget is spent" in checks["model tokens"]["fix"]
