@@ -1,5 +1,5 @@
 """The ``dexai`` command: ``dexai memory ...``, ``dexai daemon``, ``dexai hook ...``,
-``dexai mcp``, ``dexai demo`` and ``dexai bench``. Each lives in its own module, imported on use."""
+``dexai mcp``, ``dexai demo``, ``dexai bench`` and ``dexai sessions``. Each lives in its own module, imported on use."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ COMMANDS = {
     "mcp": "dexai_memory.cli.mcp:mcp",
     "demo": "dexai_memory.cli.demo:demo",
     "bench": "dexai_memory.cli.bench:bench",
+    "sessions": "dexai_memory.cli.sessions:sessions",
 }
 
 

@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("extraction",),                                                # turns -> notes
     ("capture",),                                                   # admit, gate, queue
     ("pipeline",),                                                  # queue -> extraction -> supersession -> store
-    ("consolidation", "api_compaction", "agent_tools", "backup"),   # services on top of the store
+    ("consolidation", "api_compaction", "agent_tools", "backup", "sessions"),  # services on top of the store
     ("daemon", "daemon_control"),                                   # the daemon and its control
     ("hooks",),                                                     # the agent's front end
     ("mcp_server", "hook_runtime"),                                 # entry points

@@ -1,0 +1,301 @@
+"""The Claude Agent SDK's session store, backed by our data directory: :class:`SessionStore`.
+
+``ClaudeAgentOptions(session_store=SessionStore.open(settings))`` mirrors every
+transcript line of an Agent SDK session into ``<data dir>/sessions.db``
+(SQLite, WAL), so a session can be resumed on another machine or after the
+local transcript is gone (``resume=...`` with the same store), listed and
+deleted (``dexai sessions list | show | delete``).
+
+What it keeps, per session:
+
+- the entries, in append order, each appended once: an entry's ``uuid`` is its
+  idempotency key (the SDK retries failed batches); entries without one are
+  appended as they come. Subagent transcripts live under their ``subpath``
+  and go with the session when it is deleted;
+- the SDK's incremental summary (:func:`claude_agent_sdk.fold_session_summary`),
+  so listing needs no transcript read;
+- tool statistics (calls by tool, failures: a ``tool_result`` with
+  ``is_error``) and token usage (input, cache and output tokens of each
+  assistant message, counted once per message id).
+
+Appends are atomic (one ``BEGIN IMMEDIATE`` transaction each), so concurrent
+writers never interleave a batch or lose a summary fold. The store is
+duck-typed to the SDK's ``SessionStore`` protocol; nothing here imports the
+SDK except the summary fold, at append time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..datadir import ensure_home, private_file
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = ["SessionInfo", "SessionStore", "ToolStats"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    subpath TEXT NOT NULL DEFAULT '',
+    uuid TEXT,
+    body TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_uuid ON entries(project_key, session_id, subpath, uuid)
+    WHERE uuid IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_session ON entries(project_key, session_id, subpath, seq);
+CREATE TABLE IF NOT EXISTS sessions (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    mtime INTEGER NOT NULL,
+    summary TEXT,
+    PRIMARY KEY (project_key, session_id)
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    failed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (project_key, session_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS usage (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (project_key, session_id, message_id)
+);
+"""
+
+
+@dataclass(frozen=True)
+class ToolStats:
+    """Tool calls of a session: total, by tool, and how many failed."""
+
+    total_calls: int = 0
+    by_tool: Mapping[str, int] = field(default_factory=dict)
+    failures: int = 0
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One stored session, for ``dexai sessions``."""
+
+    project_key: str
+    session_id: str
+    mtime: int
+    entries: int
+    first_prompt: str | None
+    tools: ToolStats
+    input_tokens: int
+    output_tokens: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"project_key": self.project_key, "session_id": self.session_id, "mtime": self.mtime,
+                "entries": self.entries, "first_prompt": self.first_prompt,
+                "tool_stats": {"total_calls": self.tools.total_calls, "by_tool": dict(self.tools.by_tool),
+                               "failures": self.tools.failures},
+                "token_usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                                "total_tokens": self.input_tokens + self.output_tokens}}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SessionStore:
+    """A session store for ``ClaudeAgentOptions(session_store=...)`` on a SQLite file (see the module)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._ready = False
+
+    @classmethod
+    def open(cls, settings: Settings) -> SessionStore:
+        """The store of a data directory: ``<home>/sessions.db``."""
+        return cls(settings.home / "sessions.db")
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        if not self._ready:
+            ensure_home(self.path.parent)
+            private_file(self.path)
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            if not self._ready:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+                self._ready = True
+            yield db
+        finally:
+            db.close()
+
+    # ------------------------------------------------------------------ the SDK protocol
+
+    async def append(self, key: Mapping[str, Any], entries: list[dict[str, Any]]) -> None:
+        """Mirror a batch of transcript entries (atomically; a repeated ``uuid`` is stored once)."""
+        await asyncio.to_thread(self._append, dict(key), entries)
+
+    async def load(self, key: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """The entries of ``key`` in append order, or None when it was never written."""
+        return await asyncio.to_thread(self._load, dict(key))
+
+    async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
+        """Session ids and modification times (epoch ms) of ``project_key``."""
+        rows = await asyncio.to_thread(self._query, "SELECT session_id, mtime FROM sessions WHERE project_key = ?",
+                                       (project_key,))
+        return [{"session_id": r[0], "mtime": r[1]} for r in rows]
+
+    async def list_session_summaries(self, project_key: str) -> list[dict[str, Any]]:
+        """The SDK's summaries of ``project_key``'s sessions, stamped with our mtime."""
+        rows = await asyncio.to_thread(
+            self._query, "SELECT session_id, mtime, summary FROM sessions WHERE project_key = ? AND summary IS NOT NULL",
+            (project_key,))
+        return [{**json.loads(r[2]), "session_id": r[0], "mtime": r[1]} for r in rows]
+
+    async def delete(self, key: Mapping[str, Any]) -> None:
+        """Delete a session (with its subagent transcripts), or one ``subpath`` of it."""
+        await asyncio.to_thread(self._delete, dict(key))
+
+    async def list_subkeys(self, key: Mapping[str, Any]) -> list[str]:
+        """The subpaths (subagent transcripts) stored under a session."""
+        rows = await asyncio.to_thread(
+            self._query, "SELECT DISTINCT subpath FROM entries WHERE project_key = ? AND session_id = ? "
+                         "AND subpath != ''", (key["project_key"], key["session_id"]))
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------------ ours
+
+    def sessions(self, project_key: str | None = None) -> list[SessionInfo]:
+        """Every stored session (of ``project_key``), newest first, with its statistics."""
+        where, args = ("WHERE project_key = ?", (project_key,)) if project_key else ("", ())
+        rows = self._query(f"SELECT project_key, session_id FROM sessions {where} ORDER BY mtime DESC", args)
+        return [info for r in rows if (info := self.info(r[1], project_key=r[0])) is not None]
+
+    def info(self, session_id: str, *, project_key: str | None = None) -> SessionInfo | None:
+        """One session's statistics (the newest of that id when ``project_key`` is not given)."""
+        with self._db() as db:
+            row = db.execute("SELECT project_key, mtime, summary FROM sessions WHERE session_id = ? "
+                             "AND (? IS NULL OR project_key = ?) ORDER BY mtime DESC LIMIT 1",
+                             (session_id, project_key, project_key)).fetchone()
+            if row is None:
+                return None
+            pk = row[0]
+            entries = db.execute("SELECT COUNT(*) FROM entries WHERE project_key = ? AND session_id = ?",
+                                 (pk, session_id)).fetchone()[0]
+            by_tool = dict(db.execute("SELECT name, COUNT(*) FROM tool_calls WHERE project_key = ? AND session_id = ? "
+                                      "GROUP BY name ORDER BY name", (pk, session_id)).fetchall())
+            failures = db.execute("SELECT COUNT(*) FROM tool_calls WHERE project_key = ? AND session_id = ? "
+                                  "AND failed", (pk, session_id)).fetchone()[0]
+            tokens = db.execute("SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM usage "
+                                "WHERE project_key = ? AND session_id = ?", (pk, session_id)).fetchone()
+        data = (json.loads(row[2]).get("data") or {}) if row[2] else {}
+        first = data.get("first_prompt") or data.get("command_fallback")
+        return SessionInfo(pk, session_id, row[1], entries, first if isinstance(first, str) else None,
+                           ToolStats(sum(by_tool.values()), by_tool, failures), tokens[0], tokens[1])
+
+    def remove(self, session_id: str, *, project_key: str | None = None) -> int:
+        """Delete a session by id (in every project unless ``project_key``); returns entries deleted."""
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            args = (session_id, project_key, project_key)
+            clause = "session_id = ? AND (? IS NULL OR project_key = ?)"
+            count = db.execute(f"SELECT COUNT(*) FROM entries WHERE {clause}", args).fetchone()[0]
+            for table in ("entries", "sessions", "tool_calls", "usage"):
+                db.execute(f"DELETE FROM {table} WHERE {clause}", args)
+            db.execute("COMMIT")
+        return int(count)
+
+    # ------------------------------------------------------------------ implementation
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._db() as db:
+            return db.execute(sql, args).fetchall()
+
+    def _append(self, key: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+        pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath") or ""
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for entry in entries:
+                    uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
+                    db.execute("INSERT OR IGNORE INTO entries (project_key, session_id, subpath, uuid, body) "
+                               "VALUES (?, ?, ?, ?, ?)", (pk, sid, sub, uuid, json.dumps(entry)))
+                    _count(db, pk, sid, entry)
+                mtime = _now_ms()
+                summary = None
+                if not sub:
+                    row = db.execute("SELECT summary FROM sessions WHERE project_key = ? AND session_id = ?",
+                                     (pk, sid)).fetchone()
+                    from claude_agent_sdk import fold_session_summary
+
+                    prev = json.loads(row[0]) if row and row[0] else None
+                    folded = dict(fold_session_summary(prev, key, entries))  # type: ignore[arg-type]
+                    folded["mtime"] = mtime
+                    summary = json.dumps(folded)
+                db.execute("INSERT INTO sessions (project_key, session_id, mtime, summary) VALUES (?, ?, ?, ?) "
+                           "ON CONFLICT (project_key, session_id) DO UPDATE SET mtime = excluded.mtime, "
+                           "summary = COALESCE(excluded.summary, sessions.summary)", (pk, sid, mtime, summary))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _load(self, key: dict[str, Any]) -> list[dict[str, Any]] | None:
+        rows = self._query("SELECT body FROM entries WHERE project_key = ? AND session_id = ? AND subpath = ? "
+                           "ORDER BY seq", (key["project_key"], key["session_id"], key.get("subpath") or ""))
+        return [json.loads(r[0]) for r in rows] if rows else None
+
+    def _delete(self, key: dict[str, Any]) -> None:
+        pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath")
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            if sub:
+                db.execute("DELETE FROM entries WHERE project_key = ? AND session_id = ? AND subpath = ?",
+                           (pk, sid, sub))
+            else:
+                for table in ("entries", "sessions", "tool_calls", "usage"):
+                    db.execute(f"DELETE FROM {table} WHERE project_key = ? AND session_id = ?", (pk, sid))
+            db.execute("COMMIT")
+
+
+def _count(db: sqlite3.Connection, pk: str, sid: str, entry: Mapping[str, Any]) -> None:
+    """Tool calls, tool failures and token usage of one transcript entry."""
+    message = entry.get("message")
+    if not isinstance(message, Mapping):
+        return
+    content = message.get("content")
+    blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+    if entry.get("type") == "assistant":
+        for block in blocks:
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                db.execute("INSERT OR IGNORE INTO tool_calls (project_key, session_id, tool_use_id, name) "
+                           "VALUES (?, ?, ?, ?)", (pk, sid, block["id"], str(block.get("name") or "?")))
+        usage = message.get("usage")
+        if isinstance(usage, Mapping) and isinstance(message.get("id"), str):
+            def n(name: str) -> int:
+                value = usage.get(name)
+                return value if isinstance(value, int) and value > 0 else 0
+
+            db.execute("INSERT OR REPLACE INTO usage VALUES (?, ?, ?, ?, ?)",
+                       (pk, sid, message["id"], n("input_tokens") + n("cache_creation_input_tokens")
+                        + n("cache_read_input_tokens"), n("output_tokens")))
+    elif entry.get("type") == "user":
+        for block in blocks:
+            if block.get("type") == "tool_result" and block.get("is_error") and isinstance(block.get("tool_use_id"),
+                                                                                           str):
+                db.execute("UPDATE tool_calls SET failed = 1 WHERE project_key = ? AND session_id = ? "
+                           "AND tool_use_id = ?", (pk, sid, block["tool_use_id"]))
