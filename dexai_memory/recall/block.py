@@ -324,7 +324,8 @@ def _fit(section: str, lines: Sequence[tuple[Memory, str]], budget: int,
 
 def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = DEFAULT_BUDGETS,
                   max_tokens: int = 1000, max_chars: int = MAX_INJECTION_CHARS,
-                  now: datetime | None = None) -> L1Block:
+                  now: datetime | None = None, head: Sequence[str] = (),
+                  head_items: Sequence[BlockItem] = ()) -> L1Block:
     """Format already chosen memories into a fenced block within every budget.
 
     Each section keeps its lines in the given order while they fit its budget;
@@ -332,11 +333,13 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     ``max_chars`` by dropping last lines: session state first, then
     commitments, then profile, and relevant memories last (the query asked
     for them). :attr:`L1Block.items` lists exactly the memories left in.
-    Returns :data:`EMPTY_BLOCK` when nothing is left.
+    ``head`` (the persistent context, already held to its own budget, with the
+    memories it shows in ``head_items``) opens the block and is never cut; its
+    memories are not repeated below. Returns :data:`EMPTY_BLOCK` when nothing is left.
     """
     now = now or utcnow()
     p_budget, r_budget, c_budget, s_budget = budgets
-    seen: set[str] = set()
+    seen: set[str] = {i.memory.id for i in head_items}
 
     def fresh(ms: Sequence[Memory]) -> list[Memory]:
         out = []
@@ -360,7 +363,7 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     drop_order = [3, 2, 0, 1]  # session, commitments, profile, relevant
 
     def assemble() -> str:
-        body = [line for lines, _ in parts for line in lines]
+        body = [*head, *(line for lines, _ in parts for line in lines)]
         return "\n".join([FENCE_OPEN, PREAMBLE, *body, FENCE_CLOSE]) if body else ""
 
     text = assemble()
@@ -372,8 +375,10 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
                 items = items[:-1]
                 parts[idx] = (lines if items else [], items)
                 break
+        else:
+            break  # only the head is left
         text = assemble()
-    kept = tuple(i for _, its in parts for i in its)
+    kept = (*head_items, *(i for _, its in parts for i in its))
     if not text or not kept:
         return EMPTY_BLOCK
     return L1Block(text, count_tokens(text), kept)
