@@ -16,7 +16,7 @@ from dexai_memory.cli.common import Context, common_options, fail, parse_as_of, 
 from dexai_memory.cli.lazy import LazyGroup
 from dexai_memory.config import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
-from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier
+from dexai_memory.models import MANUAL_CONFIDENCE, Memory, MemoryType, SearchFilters, Tier
 from dexai_memory.providers import MemoryProvider, make_provider
 from dexai_memory.providers import history as timeline
 
@@ -31,6 +31,9 @@ LAZY = {
     "restore-backup": "dexai_memory.cli.backup:restore_backup",
     "export": "dexai_memory.cli.export_import:export",
     "import": "dexai_memory.cli.export_import:import_",
+    "prune": "dexai_memory.cli.lifecycle:prune",
+    "clear": "dexai_memory.cli.clear:clear",
+    "undo": "dexai_memory.cli.clear:undo",
 }
 
 
@@ -99,8 +102,9 @@ tier_option = click.option("--tier", "tiers", multiple=True, type=click.Choice([
 @click.option("--type", "-t", "type_", default="FACT", show_default=True, metavar="TYPE",
               help=f"Memory type: {', '.join(TYPE_NAMES)}.")
 @click.option("--importance", "-i", type=click.IntRange(1, 10), default=5, show_default=True, help="1-10.")
-@click.option("--confidence", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="0-1.")
-@click.option("--pin", is_flag=True, help="Pin it: always in the profile, never archived.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=MANUAL_CONFIDENCE, show_default=True,
+              help="0-1 (added by hand: 0.6; each repetition adds 0.15).")
+@click.option("--pin", is_flag=True, help="Pin it: always in the profile, never archived (at most lifecycle.max_pins).")
 @click.option("--source", "sources", multiple=True, help="Provenance: id of the turn it came from (repeatable).")
 @click.option("--session", default=None, help="Session id.")
 @click.option("--tier", type=click.Choice(["L1", "L2", "L3"], case_sensitive=False), default="L2", show_default=True)
@@ -118,7 +122,14 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
     except InvalidMemory as exc:
         fail(str(exc))
         return
-    stored = with_provider(ctx, lambda p: p.add(m))
+    async def go(p: MemoryProvider) -> Memory:
+        if pin:
+            from dexai_memory.lifecycle.pins import check_room
+
+            await check_room(p, ctx.user, ctx.settings.lifecycle.max_pins)
+        return await p.add(m)
+
+    stored = with_provider(ctx, go)
     ctx.emit(stored.to_dict(), f"Added {stored.id}: {stored.content}")
 
 
@@ -187,8 +198,11 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
 @click.argument("memory_id")
 @common_options
 def pin(memory_id: str, ctx: Context) -> None:
-    """Pin a memory: always in the injected profile, never archived."""
-    m = with_provider(ctx, lambda p: p.pin(memory_id, user_id=ctx.user, pinned=True))
+    """Pin a memory: always in the injected profile, never archived (at most lifecycle.max_pins, 10)."""
+    from dexai_memory.lifecycle.pins import pin as pin_memory
+
+    m = with_provider(ctx, lambda p: pin_memory(p, memory_id, user_id=ctx.user,
+                                                  max_pins=ctx.settings.lifecycle.max_pins))
     ctx.emit(m.to_dict(), f"Pinned {m.id}: {m.content}")
 
 

@@ -38,6 +38,7 @@ from ..models import (
     Tier,
     UpdateAction,
     UpdateDecision,
+    boosted,
     is_tool_origin,
     utcnow,
 )
@@ -229,8 +230,9 @@ class MemoryProvider(abc.ABC):
         (saves reading it again); otherwise it is read here.
 
         ADD stores ``note``; UPDATE merges it into the existing memory (content,
-        provenance, mention count); SUPERSEDE replaces the existing memory with
-        ``note``; NOOP counts one more mention and raises confidence. Each
+        provenance, mention count, confidence + 0.15); SUPERSEDE replaces the existing memory with
+        ``note``; NOOP counts one more mention and raises confidence by
+        :data:`~dexai_memory.models.CONFIDENCE_BOOST` (0.15). Each
         action is logged with its reason.
 
         Deciding is not the store's job: callers decide with
@@ -275,7 +277,7 @@ class MemoryProvider(abc.ABC):
             confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
         if decision.action is UpdateAction.NOOP:
             updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
-                                        confidence=min(1.0, round(old.confidence + 0.05, 4)), source_ids=sources,
+                                        confidence=boosted(old.confidence), source_ids=sources,
                                         importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
                                                 details={"duplicate": note.content}), user_id=uid)
@@ -283,7 +285,7 @@ class MemoryProvider(abc.ABC):
         if decision.action is UpdateAction.UPDATE:
             content = decision.merged_content or note.content
             updated = await self.update(old.id, user_id=uid, content=content, source_ids=sources,
-                                        mention_count=old.mention_count + 1,
+                                        mention_count=old.mention_count + 1, confidence=boosted(old.confidence),
                                         importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
                                                 details={"before": old.content, "after": content}), user_id=uid)

@@ -42,7 +42,7 @@ from ..tokens import count_tokens
 from .block import BlockItem, always_on, display_text
 
 if TYPE_CHECKING:
-    from ..config import CategoryLimits, PersistentContextConfig
+    from ..limits import CategoryLimits, PersistentContextConfig
     from .source import RecallSource
 
 #: Categories in the order they are filled and shown.

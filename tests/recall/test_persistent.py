@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dexai_memory.config import CategoryLimits, Settings, load_settings
+from dexai_memory.config import Settings, load_settings
 from dexai_memory.hooks import command as rt
+from dexai_memory.limits import CategoryLimits
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.block import MAX_INJECTION_CHARS
