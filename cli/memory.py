@@ -34,6 +34,8 @@ LAZY = {
     "prune": "dexai_memory.cli.lifecycle:prune",
     "clear": "dexai_memory.cli.clear:clear",
     "undo": "dexai_memory.cli.clear:undo",
+    "done": "dexai_memory.cli.close:done",
+    "cancel": "dexai_memory.cli.close:cancel",
 }
 
 

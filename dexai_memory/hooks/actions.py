@@ -25,6 +25,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import DexaiMemoryError, MemoryNotFound
+from ..lifecycle.closing import mark_due_shown
 from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from ..providers.base import MemoryProvider
 from ..recall.block import L1Block
@@ -72,8 +73,10 @@ class HookActions:
         ``after_compaction`` fills it to the budget by priority (:mod:`dexai_memory.recall.reinjection`)."""
         if snapshot:
             await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot, project=None)
-        return await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,
-                              session_id=session_id, after_compaction=after_compaction)
+        block = await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,
+                               session_id=session_id, after_compaction=after_compaction)
+        await mark_due_shown(self.provider, block.section("commitments"))  # due ones are shown once
+        return block
 
     async def store_snapshot(self, *, user_id: str, session_id: str | None, text: str,
                              project: str | None = None) -> Memory:

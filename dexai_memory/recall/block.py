@@ -283,7 +283,8 @@ def commitment_line(m: Memory, now: datetime | None = None) -> str:
 
 def commitments_due_soon(memories: Sequence[Memory], *, days: int, now: datetime | None = None) -> list[Memory]:
     """Open commitments due within ``days`` (or undated), soonest first; commitments taken from
-    tool output are left out unless the user confirmed them (:func:`always_on`)."""
+    tool output are left out unless the user confirmed them (:func:`always_on`), and so is a
+    commitment already shown on or after its due day (``due_shown_at``: shown once)."""
     now = now or utcnow()
     out: list[tuple[float, Memory]] = []
     for m in memories:
@@ -295,6 +296,8 @@ def commitments_due_soon(memories: Sequence[Memory], *, days: int, now: datetime
         due = _due(m)
         if due is not None and (due - now).total_seconds() > days * 86400:
             continue
+        if due is not None and due.date() <= now.date() and isinstance(info, dict) and info.get("due_shown_at"):
+            continue  # a due commitment is shown once (then reachable by recall)
         out.append(((due - now).total_seconds() if due else float("inf"), m))
     out.sort(key=lambda x: x[0])
     return [m for _, m in out]
