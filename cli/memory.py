@@ -36,6 +36,8 @@ LAZY = {
     "undo": "dexai_memory.cli.clear:undo",
     "done": "dexai_memory.cli.close:done",
     "cancel": "dexai_memory.cli.close:cancel",
+    "conflicts": "dexai_memory.cli.conflicts:conflicts",
+    "resolve": "dexai_memory.cli.conflicts:resolve",
 }
 
 

@@ -319,6 +319,41 @@ class MemoryEvent:
         }
 
 
+#: Resolutions of a contradiction (seed 002): the older memory a, the newer b, both, or a merged statement.
+RESOLUTIONS = ("a_wins", "b_wins", "both_valid", "merged")
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """Two memories that contradict each other: ``memory_a`` (the older) and ``memory_b`` (the newer).
+
+    ``resolution`` is None while it is open (both memories stay current until
+    someone decides), else one of :data:`RESOLUTIONS`; ``auto`` when
+    supersession resolved it on its own (b_wins). ``id`` is assigned by the store.
+    """
+
+    user_id: str
+    memory_a: str
+    memory_b: str
+    reason: str = ""
+    detected_at: datetime = field(default_factory=utcnow)
+    resolution: str | None = None
+    resolved_at: datetime | None = None
+    note: str | None = None
+    auto: bool = False
+    id: int | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolution is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "user_id": self.user_id, "memory_a": self.memory_a, "memory_b": self.memory_b,
+                "reason": self.reason, "detected_at": self.detected_at.isoformat(), "resolution": self.resolution,
+                "resolved_at": self.resolved_at.isoformat() if self.resolved_at else None, "note": self.note,
+                "auto": self.auto}
+
+
 @dataclass(frozen=True, slots=True)
 class HealthStatus:
     """What :meth:`MemoryProvider.health_check` reports."""

@@ -67,6 +67,12 @@ _COMPLETED = re.compile(
 _NEGATION = re.compile(r"\b(?:not|never|haven't|hasn't|didn't|don't|won't|can't|couldn't|isn't|aren't|wasn't)\b|n't\b",
                        re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+")
+#: Past forms that report no finished action of a commitment ("I promised to ...", "I needed ...").
+_NOT_DONE = frozenset("""promised needed wanted planned decided agreed hoped intended expected forgot asked
+wondered supposed used liked loved hated thought guessed tried meant started offered volunteered arranged
+scheduled committed pledged vowed""".split())
+#: Verbs that finish any commitment ("I finished the slides").
+_GENERIC_DONE = frozenset({"finish", "complete", "do", "wrap", "handle", "sort", "take"})
 
 
 def _base(word: str) -> str:
@@ -90,13 +96,24 @@ def words(text: str) -> set[str]:
     return {_base(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1} - _STOP
 
 
-def is_completion(sentence: str) -> bool:
-    """Whether ``sentence`` reports something finished ("I sent ...", "... is done"), not negated."""
+def completed_verb(sentence: str) -> str | None:
+    """The base form of the action ``sentence`` reports finished ("I sent ..." -> "send"; "... is
+    done" -> "finish"), or None when it reports none (a promise, a plan, a negation)."""
     m = _COMPLETED.search(sentence)
     if m is None or _NEGATION.search(sentence):
-        return False
+        return None
     verb = m.group("verb")
-    return verb is None or verb.lower() in _IRREGULAR or verb.lower().endswith("ed")
+    if verb is None:
+        return "finish"
+    verb = verb.lower()
+    if not (verb in _IRREGULAR or verb.endswith("ed")):
+        return None
+    return None if verb in _NOT_DONE else _base(verb)
+
+
+def is_completion(sentence: str) -> bool:
+    """Whether ``sentence`` reports something finished ("I sent ...", "... is done"), not negated."""
+    return completed_verb(sentence) is not None
 
 
 def what_of(m: Memory) -> str:
@@ -106,11 +123,15 @@ def what_of(m: Memory) -> str:
 
 
 def matches(sentence: str, commitment: Memory) -> bool:
-    """Whether the completion ``sentence`` is about ``commitment`` (see the module docstring)."""
+    """Whether ``sentence`` is about ``commitment``: its words cover the commitment's (see the
+    module docstring), and when it reports a specific action ("sent") the commitment has it ("send")."""
     target = words(what_of(commitment)) - {"goal"}
     said = words(sentence)
     shared = target & said
-    return len(shared) >= MIN_SHARED and len(shared) / max(len(target), 1) >= MATCH_OVERLAP
+    if len(shared) < MIN_SHARED or len(shared) / max(len(target), 1) < MATCH_OVERLAP:
+        return False
+    verb = completed_verb(sentence)
+    return verb is None or verb in _GENERIC_DONE or verb in target
 
 
 def _is_open(m: Memory) -> bool:
@@ -168,6 +189,8 @@ async def close_from_turn(provider: MemoryProvider, turn: Turn) -> list[Memory]:
         return []
     closed: list[Memory] = []
     for m in await open_commitments(provider, turn.user_id, turn.project):
+        if turn.id in m.source_ids:
+            continue  # the turn that made it does not close it
         said: Any = next((s for s in sentences if matches(s, m)), None)
         if said is not None:
             closed.append(await close(provider, m.id, user_id=turn.user_id, status="done",
