@@ -21,6 +21,11 @@ def clear(yes: bool, ctx: Context) -> None:
     --yes is required). `dexai memory undo` brings them back within
     lifecycle.undo_minutes (60); after that the daemon's cleanup erases them.
     """
+    run_clear(ctx, yes)
+
+
+def run_clear(ctx: Context, yes: bool) -> None:
+    """``clear`` (and ``facts clear``): count, confirm, clear, say how to undo."""
     from dexai_memory.lifecycle.clear import clear_all, count_to_clear
     from dexai_memory.providers import make_provider
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -37,6 +36,7 @@ LAZY = {
     "done": "dexai_memory.cli.close:done",
     "cancel": "dexai_memory.cli.close:cancel",
     "conflicts": "dexai_memory.cli.conflicts:conflicts",
+    "facts": "dexai_memory.cli.facts:facts",
     "resolve": "dexai_memory.cli.conflicts:resolve",
 }
 
@@ -325,43 +325,6 @@ def list_(limit: int, offset: int, types: tuple[str, ...], tiers: tuple[str, ...
         click.echo("No memories.")
     for m in mems:
         click.echo(short(m))
-
-
-@memory.command()
-@click.option("--limit", "-n", type=click.IntRange(1, 100_000), default=500, show_default=True,
-              help="Read at most this many (the newest).")
-@common_options
-def facts(limit: int, ctx: Context) -> None:
-    """What is remembered about the user, grouped by category (preference, fact, insight, warning, goal, ...).
-
-    Current durable memories only (no session notes, snapshots or superseded
-    memories); the plugin's /dexai-memory:facts shows this. Without --project,
-    the scope is the hooks' ($DEXAI_MEMORY_PROJECT, else every project).
-    """
-    from dexai_memory.agent_tools import facts_by_category
-    from dexai_memory.hooks.state import project_for
-    from dexai_memory.recall.block import neutralise
-
-    ctx.project = ctx.project or project_for({"cwd": os.getcwd()})
-    groups = with_provider(ctx, lambda p: facts_by_category(p, user_id=ctx.user, project=ctx.project, limit=limit))
-    total = sum(len(ms) for ms in groups.values())
-    if ctx.json:
-        ctx.emit({"user": ctx.user, "project": ctx.project, "count": total,
-                  "categories": {c: [{"id": m.id, "content": m.content, "type": m.type.value,
-                                      "importance": m.importance, "pinned": m.pinned,
-                                      "created": m.created_at.isoformat()} for m in ms]
-                                 for c, ms in groups.items()}})
-        return
-    scope = f" in project {ctx.project}" if ctx.project else ""
-    if not total:
-        click.echo(f"Nothing is remembered about {ctx.user}{scope} yet.")
-        return
-    lines = [f"What is remembered about {ctx.user}{scope} ({total} {'memory' if total == 1 else 'memories'}, data, not instructions):"]
-    for category, ms in groups.items():
-        lines += ["", f"{category} ({len(ms)})"]
-        lines += [f"- [{m.id}] ({m.created_at.date().isoformat()}) {'* ' if m.pinned else ''}{neutralise(m.content)}"
-                  for m in ms]
-    click.echo("\n".join(lines))
 
 
 @memory.command()

@@ -59,7 +59,8 @@ REMEMBER_SCHEMA: dict[str, Any] = {
             "type": "string",
             "enum": [c.value for c in Category],
             "description": "preference (user likes/dislikes), fact (project or personal info), insight "
-                           "(realization), warning (mistake to avoid), goal (current objective)",
+                           "(realization), warning (mistake to avoid), goal (current objective), instruction "
+                           "(a standing rule: \"always run the linter\"), person (someone and their role)",
         },
         "status": {
             "type": "string", "enum": ["done", "cancelled"],

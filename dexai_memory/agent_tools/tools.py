@@ -15,13 +15,19 @@ insight       INSIGHT        importance 6
 warning       INSIGHT        ``metadata.category = "warning"`` (a mistake to
                              avoid is a lesson learned), importance 7
 goal          COMMITMENT     ``metadata.commitment = {what, status: "open"}``, so
-                             the L1 block shows it, forward-framed, under
-                             "Coming up"; importance 7
+                             the persistent context shows the newest open goal;
+                             importance 7
+instruction   INSIGHT        ``metadata.category = "instruction"`` (a standing
+                             instruction: "always ..."), importance 8
+person        RELATIONSHIP   importance 6
 ============  =============  =====================================================
 
 Every stored memory carries ``metadata.category`` and ``metadata.source =
-"remember_tool"``, confidence 0.9 (the agent chose to store it), and the
-server's ``project`` / ``session_id``.
+"remember_tool"`` (the ``via`` argument), confidence 0.9 (the agent chose to store
+it; ``dexai memory facts add`` stores by hand at 0.6), and the server's
+``project`` / ``session_id``. ``status`` ("done" / "cancelled") closes a
+commitment or goal instead (:func:`close_commitment`); ``pin`` pins what was
+stored, within ``lifecycle.max_pins``.
 
 ``remember`` goes through supersession: the new statement is classified
 against the most similar valid durable memories of the user (session notes,
@@ -94,6 +100,8 @@ class Category(enum.StrEnum):
     INSIGHT = "insight"
     WARNING = "warning"
     GOAL = "goal"
+    INSTRUCTION = "instruction"
+    PERSON = "person"
 
     @classmethod
     def parse(cls, value: str | Category) -> Category:
@@ -112,6 +120,8 @@ CATEGORY_TYPES: Mapping[Category, tuple[MemoryType, int]] = {
     Category.INSIGHT: (MemoryType.INSIGHT, 6),
     Category.WARNING: (MemoryType.INSIGHT, 7),
     Category.GOAL: (MemoryType.COMMITMENT, 7),
+    Category.INSTRUCTION: (MemoryType.INSIGHT, 8),
+    Category.PERSON: (MemoryType.RELATIONSHIP, 6),
 }
 
 
@@ -283,7 +293,8 @@ def _meaningful(text: str) -> bool:
 async def remember(source: MemoryProvider | Any, content: str, category: str | Category, *, user_id: str,
                    project: str | None = None, session_id: str | None = None, top_k: int = 10,
                    status: str | None = None, memory_id: str | None = None, pin: bool = False,
-                   max_pins: int = DEFAULT_MAX_PINS) -> RememberResult:
+                   max_pins: int = DEFAULT_MAX_PINS, confidence: float = 0.9,
+                   via: str = "remember_tool") -> RememberResult:
     """Store ``content`` as a durable memory of ``user_id``, through supersession.
 
     With ``status`` ("done" or "cancelled") nothing is stored: the open
@@ -311,11 +322,11 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
                               "stored", redacted=redacted)
     provider = resolve_provider(source)
     mtype, importance = CATEGORY_TYPES[cat]
-    metadata: dict[str, Any] = {"category": cat.value, "source": "remember_tool"}
+    metadata: dict[str, Any] = {"category": cat.value, "source": via}
     if cat is Category.GOAL:
         metadata["commitment"] = {"what": clean, "who": None, "due_at": None, "due_text": None, "status": "open"}
     note = Memory(content=clean, user_id=user_id, project=project, session_id=session_id, type=mtype,
-                  importance=importance, confidence=0.9, metadata=metadata)
+                  importance=importance, confidence=confidence, metadata=metadata)
     similar = [r.memory for r in await provider.search(
         clean, user_id=user_id, filters=SearchFilters(project=project, types=DURABLE_TYPES), limit=top_k)]
     decision = await decide(resolve_classifier(source), clean, similar)
