@@ -215,6 +215,21 @@ def compose_persistent(memories: Sequence[Memory], cfg: PersistentContextConfig,
     return PersistentSection((SECTION_TITLE, *lines), tuple(items), tuple(more))
 
 
+def is_goal(m: Memory) -> bool:
+    """Whether ``m`` is a goal (``metadata["category"] == "goal"``)."""
+    return str((m.metadata or {}).get("category") or "").lower() == "goal"
+
+
+def without_replaced_goals(memories: Sequence[Memory], section: PersistentSection) -> list[Memory]:
+    """``memories`` without the goals the section's current goal replaced (goals replace goals:
+    older unpinned goals do not come back in other parts of the block). Unchanged when the
+    section shows no goal."""
+    shown = {i.memory.id for i in section.items if is_goal(i.memory)}
+    if not shown:
+        return list(memories)
+    return [m for m in memories if not is_goal(m) or m.id in shown or m.pinned]
+
+
 async def gather_persistent(provider: RecallSource, user_id: str, cfg: PersistentContextConfig, *,
                             project: str | None = None, max_chars: int | None = None) -> PersistentSection:
     """The section for ``user_id`` (in ``project`` when given) read from ``provider``."""

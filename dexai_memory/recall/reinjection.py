@@ -52,6 +52,7 @@ read-only :class:`~dexai_memory.providers.native.reader.SqliteReader`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,7 +78,7 @@ from .block import (
     gather_block_inputs,
     memory_line,
 )
-from .persistent import EMPTY_SECTION, PersistentSection, gather_persistent
+from .persistent import EMPTY_SECTION, PersistentSection, gather_persistent, without_replaced_goals
 from .ranking import DEFAULT_POOL, VisibleContext, content_terms, rank
 
 if TYPE_CHECKING:
@@ -278,6 +279,12 @@ async def reinjection_block(provider: RecallSource, user_id: str, settings: Sett
                                  session_id=session_id, now=now, session=session)
     head = await gather_persistent(provider, user_id, settings.persistent_context, project=project,
                                    max_chars=MAX_INJECTION_CHARS // 2)
+    def keep(ms: Sequence[Memory]) -> list[Memory]:
+        return without_replaced_goals(ms, head)
+
+    inputs = dataclasses.replace(inputs, pinned=keep(inputs.pinned), top_tier=keep(inputs.top_tier),
+                                 important=keep(inputs.important), commitments=keep(inputs.commitments),
+                                 relevant=keep(inputs.relevant), backfill=keep(inputs.backfill))
     return fill_block(inputs, max_tokens=(max_tokens or settings.auto_recall.max_tokens) + head.tokens,
                       session_tokens=settings.l1_block.session_tokens, now=now, head=head)
 
@@ -316,6 +323,9 @@ async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, 
                                        session_id=session_id, now=now, session=session)
     head = await gather_persistent(provider, user_id, settings.persistent_context, project=project,
                                    max_chars=MAX_INJECTION_CHARS // 2)
+    inputs = dataclasses.replace(inputs, profile=without_replaced_goals(inputs.profile, head),
+                                 relevant=without_replaced_goals(inputs.relevant, head),
+                                 commitments=without_replaced_goals(inputs.commitments, head))
     total = (max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS) + head.tokens
     return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now, head=head.lines,
                          head_items=head.items)

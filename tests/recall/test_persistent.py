@@ -149,3 +149,14 @@ async def test_disabled_leaves_the_block_as_before(store: NativeProvider, settin
                                                                                 enabled=False))
     block = await l1_block(store, U, off)
     assert "Persistent context:" not in block.text
+
+
+async def test_an_older_goal_does_not_come_back_anywhere_in_the_block(store: NativeProvider,
+                                                                     settings: Settings) -> None:
+    await store.add(goal("The user's goal is to ship v1 of the API", 600))
+    await store.add(goal("The user's goal is to cut p95 latency to 200 ms", 5))
+    for after in (False, True):
+        block = await l1_block(store, U, settings, after_compaction=after, query="what is the goal for the API?")
+        assert "cut p95 latency" in block.text and "ship v1" not in block.text, block.text
+        fallback = rt.fallback_l1_block(settings, U, query="what is the goal for the API?", after_compaction=after)
+        assert "cut p95 latency" in fallback.text and "ship v1" not in fallback.text
