@@ -150,7 +150,7 @@ def expired(memories: list[Memory], cfg: LifecycleConfig, now: datetime) -> list
 def to_evict(memories: list[Memory], cfg: LifecycleConfig, now: datetime) -> list[Evicted]:
     """Which of ``memories`` (current durable facts) the cap evicts this run, highest score first."""
     count = len(memories)
-    if count <= cfg.prune_from:
+    if count <= min(cfg.prune_from, cfg.max_facts):
         return []
     n = max(min(count - cfg.prune_from, cfg.prune_batch), count - cfg.max_facts)
     scored = sorted(((eviction_score(m, cfg, now), m) for m in memories if not m.pinned),
