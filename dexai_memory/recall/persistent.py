@@ -65,8 +65,8 @@ SECTION_TITLE = "Persistent context:"
 #: Types read for the section.
 TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
          MemoryType.COMMITMENT)
-#: Most memories read per block (the lifecycle keeps a user near 150 durable facts).
-READ_LIMIT = 400
+#: Most memories read per block, newest first (the lifecycle keeps a user under 150 durable facts).
+READ_LIMIT = 200
 
 
 def persistent_category(m: Memory) -> str | None:
