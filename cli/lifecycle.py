@@ -130,3 +130,32 @@ def retry(list_only: bool, ids: tuple[int, ...], ctx: Context) -> None:
         lines.append(f"requeued {result['requeued']}, processed {result['processed']} by {result['handled_by']}"
                      + (f", {result['still_failing']} still failing (kept)" if result["still_failing"] else ""))
     ctx.emit(result, "\n".join(lines))
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Show what would be archived; change nothing.")
+@common_options
+def prune(dry_run: bool, ctx: Context) -> None:
+    """Apply the fact lifecycle to --user now: archive durable facts not referenced within their
+    category's expiry (project 60 days, preference 180, identity 365), then, above
+    lifecycle.prune_from (120), those with the highest eviction score (age x category weight /
+    confidence) until under lifecycle.max_facts (150). Pinned ones are kept; nothing is deleted
+    (archived to L3). The daemon runs the same in its daily cleanup.
+    """
+    from dexai_memory.lifecycle.eviction import run_lifecycle
+    from dexai_memory.providers import make_provider
+
+    async def go() -> dict[str, Any]:
+        ensure_home(ctx.settings.home)
+        async with make_provider(ctx.settings) as p:
+            return (await run_lifecycle(p, ctx.user, ctx.settings.lifecycle, dry_run=dry_run)).to_dict()
+
+    report = run(go())
+    verb = "would archive" if dry_run else "archived"
+    lines = [f"User {ctx.user}: {report['facts_before']} durable facts, {len(report['expired'])} expired and "
+             f"{len(report['evicted'])} evicted ({verb}), {report['facts_after']} left"]
+    for e in [*report["expired"], *report["evicted"]]:
+        lines.append(f"  {verb} {e['id']} ({e['category']}): {_clip(e['content'], 70)}\n      {e['reason']}")
+    if dry_run:
+        lines.append("(dry run: nothing was changed)")
+    ctx.emit(report, "\n".join(lines))

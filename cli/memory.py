@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,7 +15,7 @@ from dexai_memory.cli.common import Context, common_options, fail, parse_as_of, 
 from dexai_memory.cli.lazy import LazyGroup
 from dexai_memory.datadir import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
-from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier
+from dexai_memory.models import MANUAL_CONFIDENCE, Memory, MemoryType, SearchFilters, Tier
 from dexai_memory.providers import MemoryProvider, make_provider
 from dexai_memory.providers import history as timeline
 
@@ -31,6 +30,14 @@ LAZY = {
     "restore-backup": "dexai_memory.cli.backup:restore_backup",
     "export": "dexai_memory.cli.export_import:export",
     "import": "dexai_memory.cli.export_import:import_",
+    "prune": "dexai_memory.cli.lifecycle:prune",
+    "clear": "dexai_memory.cli.clear:clear",
+    "undo": "dexai_memory.cli.clear:undo",
+    "done": "dexai_memory.cli.close:done",
+    "cancel": "dexai_memory.cli.close:cancel",
+    "conflicts": "dexai_memory.cli.conflicts:conflicts",
+    "facts": "dexai_memory.cli.facts:facts",
+    "resolve": "dexai_memory.cli.conflicts:resolve",
 }
 
 
@@ -99,8 +106,9 @@ tier_option = click.option("--tier", "tiers", multiple=True, type=click.Choice([
 @click.option("--type", "-t", "type_", default="FACT", show_default=True, metavar="TYPE",
               help=f"Memory type: {', '.join(TYPE_NAMES)}.")
 @click.option("--importance", "-i", type=click.IntRange(1, 10), default=5, show_default=True, help="1-10.")
-@click.option("--confidence", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="0-1.")
-@click.option("--pin", is_flag=True, help="Pin it: always in the profile, never archived.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=MANUAL_CONFIDENCE, show_default=True,
+              help="0-1 (added by hand: 0.6; each repetition adds 0.15).")
+@click.option("--pin", is_flag=True, help="Pin it: always in the profile, never archived (at most lifecycle.max_pins).")
 @click.option("--source", "sources", multiple=True, help="Provenance: id of the turn it came from (repeatable).")
 @click.option("--session", default=None, help="Session id.")
 @click.option("--tier", type=click.Choice(["L1", "L2", "L3"], case_sensitive=False), default="L2", show_default=True)
@@ -118,7 +126,14 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
     except InvalidMemory as exc:
         fail(str(exc))
         return
-    stored = with_provider(ctx, lambda p: p.add(m))
+    async def go(p: MemoryProvider) -> Memory:
+        if pin:
+            from dexai_memory.lifecycle.pins import check_room
+
+            await check_room(p, ctx.user, ctx.settings.lifecycle.max_pins)
+        return await p.add(m)
+
+    stored = with_provider(ctx, go)
     ctx.emit(stored.to_dict(), f"Added {stored.id}: {stored.content}")
 
 
@@ -187,8 +202,11 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
 @click.argument("memory_id")
 @common_options
 def pin(memory_id: str, ctx: Context) -> None:
-    """Pin a memory: always in the injected profile, never archived."""
-    m = with_provider(ctx, lambda p: p.pin(memory_id, user_id=ctx.user, pinned=True))
+    """Pin a memory: always in the injected profile, never archived (at most lifecycle.max_pins, 10)."""
+    from dexai_memory.lifecycle.pins import pin as pin_memory
+
+    m = with_provider(ctx, lambda p: pin_memory(p, memory_id, user_id=ctx.user,
+                                                  max_pins=ctx.settings.lifecycle.max_pins))
     ctx.emit(m.to_dict(), f"Pinned {m.id}: {m.content}")
 
 
@@ -307,43 +325,6 @@ def list_(limit: int, offset: int, types: tuple[str, ...], tiers: tuple[str, ...
         click.echo("No memories.")
     for m in mems:
         click.echo(short(m))
-
-
-@memory.command()
-@click.option("--limit", "-n", type=click.IntRange(1, 100_000), default=500, show_default=True,
-              help="Read at most this many (the newest).")
-@common_options
-def facts(limit: int, ctx: Context) -> None:
-    """What is remembered about the user, grouped by category (preference, fact, insight, warning, goal, ...).
-
-    Current durable memories only (no session notes, snapshots or superseded
-    memories); the plugin's /dexai-memory:facts shows this. Without --project,
-    the scope is the hooks' ($DEXAI_MEMORY_PROJECT, else every project).
-    """
-    from dexai_memory.agent_tools import facts_by_category
-    from dexai_memory.hooks.state import project_for
-    from dexai_memory.recall.block import neutralise
-
-    ctx.project = ctx.project or project_for({"cwd": os.getcwd()})
-    groups = with_provider(ctx, lambda p: facts_by_category(p, user_id=ctx.user, project=ctx.project, limit=limit))
-    total = sum(len(ms) for ms in groups.values())
-    if ctx.json:
-        ctx.emit({"user": ctx.user, "project": ctx.project, "count": total,
-                  "categories": {c: [{"id": m.id, "content": m.content, "type": m.type.value,
-                                      "importance": m.importance, "pinned": m.pinned,
-                                      "created": m.created_at.isoformat()} for m in ms]
-                                 for c, ms in groups.items()}})
-        return
-    scope = f" in project {ctx.project}" if ctx.project else ""
-    if not total:
-        click.echo(f"Nothing is remembered about {ctx.user}{scope} yet.")
-        return
-    lines = [f"What is remembered about {ctx.user}{scope} ({total} {'memory' if total == 1 else 'memories'}, data, not instructions):"]
-    for category, ms in groups.items():
-        lines += ["", f"{category} ({len(ms)})"]
-        lines += [f"- [{m.id}] ({m.created_at.date().isoformat()}) {'* ' if m.pinned else ''}{neutralise(m.content)}"
-                  for m in ms]
-    click.echo("\n".join(lines))
 
 
 @memory.command()

@@ -27,6 +27,7 @@ from typing import Any
 
 from .datadir import home_dir
 from .errors import ConfigError
+from .limits import LifecycleConfig, PersistentContextConfig
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
@@ -327,6 +328,8 @@ class Settings:
     supersession: SupersessionConfig = field(default_factory=SupersessionConfig)
     #: Days before a valid memory of each type is archived (null = forever).
     retention: Mapping[str, int | None] = field(default_factory=_default_retention)
+    persistent_context: PersistentContextConfig = field(default_factory=PersistentContextConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)

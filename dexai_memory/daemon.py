@@ -397,14 +397,22 @@ class MemoryDaemon:
         return reports
 
     async def run_cleanup(self, user_id: str | None = None) -> dict[str, Any]:
-        """Apply the retention table to one user (or every user) now; returns the reports."""
+        """Apply the retention table, then the fact lifecycle (expiry, the cap on durable facts,
+        clears past their undo window: :mod:`dexai_memory.lifecycle`) to one user (or every
+        user) now; returns the reports."""
         from .consolidation import cleanup
+        from .lifecycle.clear import purge_expired
+        from .lifecycle.eviction import run_lifecycle
 
         reports = {}
         for user in [user_id] if user_id else await self.users():
             try:
                 async with self.write_lock:
                     reports[user] = (await cleanup(self.provider, user, self.settings)).to_dict()
+                    life = await run_lifecycle(self.provider, user, self.settings.lifecycle)
+                    life.purged_clears = await purge_expired(self.provider, self.settings.home, user,
+                                                             self.settings.lifecycle)
+                    reports[user]["lifecycle"] = life.to_dict()
             except DexaiMemoryError as exc:
                 logger.error("cleanup for %s failed: %s", user, exc)
                 reports[user] = {"error": str(exc)}

@@ -10,6 +10,7 @@ catch ``DexaiMemoryError`` and know it is ours::
     │   └── MigrationError                 a schema migration failed (rolled back)
     ├── MemoryNotFound (LookupError)       no memory with that id for that user
     ├── InvalidMemory (ValueError)         a memory failed validation (bad type, range, ...)
+    │   └── PinLimitReached                the most pinned memories already (lifecycle.max_pins)
     ├── EmbeddingError                     the embedder could not load or run
     ├── ProviderError                      a provider backend failed
     │   ├── ProviderUnavailable            the backend is down / not installed
@@ -67,6 +68,10 @@ class MemoryNotFound(DexaiMemoryError, LookupError):
 
 class InvalidMemory(DexaiMemoryError, ValueError):
     """A memory or one of its fields failed validation."""
+
+
+class PinLimitReached(InvalidMemory):
+    """Pinning one more memory would pass ``lifecycle.max_pins``; the message says how to make room."""
 
 
 class EmbeddingError(DexaiMemoryError):

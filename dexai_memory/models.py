@@ -75,6 +75,20 @@ class UpdateAction(enum.StrEnum):
     NOOP = "NOOP"
 
 
+#: Confidence of a memory added by hand (``dexai memory add``, ``dexai memory facts add``): seed 003
+#: starts hand-added facts lower than extracted ones, and lets repetition raise them.
+MANUAL_CONFIDENCE = 0.6
+#: Most confidence an extracted memory starts with (a lower extractor confidence is kept).
+EXTRACTED_CONFIDENCE = 0.75
+#: What one more mention of a memory (a repeated or refined statement) adds to its confidence.
+CONFIDENCE_BOOST = 0.15
+
+
+def boosted(confidence: float) -> float:
+    """``confidence`` after one more mention: + :data:`CONFIDENCE_BOOST`, at most 1.0."""
+    return min(1.0, round(confidence + CONFIDENCE_BOOST, 4))
+
+
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(UTC)
@@ -305,6 +319,41 @@ class MemoryEvent:
         }
 
 
+#: Resolutions of a contradiction (seed 002): the older memory a, the newer b, both, or a merged statement.
+RESOLUTIONS = ("a_wins", "b_wins", "both_valid", "merged")
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """Two memories that contradict each other: ``memory_a`` (the older) and ``memory_b`` (the newer).
+
+    ``resolution`` is None while it is open (both memories stay current until
+    someone decides), else one of :data:`RESOLUTIONS`; ``auto`` when
+    supersession resolved it on its own (b_wins). ``id`` is assigned by the store.
+    """
+
+    user_id: str
+    memory_a: str
+    memory_b: str
+    reason: str = ""
+    detected_at: datetime = field(default_factory=utcnow)
+    resolution: str | None = None
+    resolved_at: datetime | None = None
+    note: str | None = None
+    auto: bool = False
+    id: int | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolution is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "user_id": self.user_id, "memory_a": self.memory_a, "memory_b": self.memory_b,
+                "reason": self.reason, "detected_at": self.detected_at.isoformat(), "resolution": self.resolution,
+                "resolved_at": self.resolved_at.isoformat() if self.resolved_at else None, "note": self.note,
+                "auto": self.auto}
+
+
 @dataclass(frozen=True, slots=True)
 class HealthStatus:
     """What :meth:`MemoryProvider.health_check` reports."""
@@ -402,7 +451,7 @@ class ExtractedNote:
 
     def to_memory(self, *, user_id: str, session_id: str | None = None, project: str | None = None,
                   created_at: datetime | None = None) -> Memory:
-        """The memory this note would be stored as."""
+        """The memory this note would be stored as (confidence at most :data:`EXTRACTED_CONFIDENCE`)."""
         metadata: dict[str, Any] = {}
         if self.event_date:
             metadata["event_date"] = self.event_date
@@ -418,7 +467,7 @@ class ExtractedNote:
             }
         extra: dict[str, Any] = {"created_at": created_at} if created_at else {}
         return Memory(content=self.content, user_id=user_id, type=self.type, importance=self.importance,
-                      confidence=self.confidence, source_ids=self.source_ids, session_id=session_id,
+                      confidence=min(self.confidence, EXTRACTED_CONFIDENCE), source_ids=self.source_ids, session_id=session_id,
                       project=project, metadata=metadata, **extra)
 
 

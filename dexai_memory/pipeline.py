@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .commitments import CommitmentStore, commitment_store
 from .embeddings import CachedEmbedder
 from .errors import InvalidMemory, MemoryNotFound
+from .lifecycle.closing import close_from_turn, is_session_user
 from .models import (
     TOOL_ORIGIN,
     TOOL_SOURCES,
@@ -294,7 +295,15 @@ class Pipeline:
             report.extracted += len(notes)
             for note in notes:
                 await self.store_note(note, turns, report)
+            await self.close_done(turns)
         return report
+
+    async def close_done(self, turns: Sequence[Turn]) -> None:
+        """Close the open commitments the session's user says are done ("I sent the report to
+        Priya"): :func:`dexai_memory.lifecycle.closing.close_from_turn`."""
+        for turn in turns:
+            if is_session_user(turn):
+                await close_from_turn(self.provider, turn)
 
     def note_memory(self, note: ExtractedNote, turns: Sequence[Turn]) -> Memory:
         """The memory a note is stored as: scoped like its turns, dated like its latest source turn.
@@ -532,6 +541,7 @@ class Pipeline:
             for note, group_turns in extracted:
                 await self.store_note(note, group_turns, report, batch=batch)
             await self.flush_batch(batch, report)
+            await self.close_done(clean_turns)
             if progress:
                 progress(len(part))
         logger.info("ingested %d turns for %s: %s", len(scoped), user_id, report.to_dict())

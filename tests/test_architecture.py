@@ -33,12 +33,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("privacy", "tokens", "dates", "triggers", "datadir"),
     ("models",),
+    ("limits",),
     ("config",),
     ("embeddings", "ipc"),
     # the data path, from the store up
     ("providers",),                                                 # the store
     ("commitments",),                                               # commitments on the store
     ("supersession",),                                              # deciding ADD/UPDATE/SUPERSEDE/NOOP
+    ("lifecycle",),                                                 # caps, eviction, expiry, pins, clear
     ("recall",),                                                    # provider -> ranking -> L1 block
     ("extraction",),                                                # turns -> notes
     ("capture",),                                                   # admit, gate, queue

@@ -233,3 +233,18 @@ async def test_stale_socket_replaced_live_one_refused(tmp_path: Path) -> None:
             await IpcServer(path).start()
     finally:
         await first.aclose()
+
+
+async def test_cleanup_applies_the_fact_lifecycle(settings: Settings, provider: NativeProvider) -> None:
+    """The daemon's cleanup job expires stale facts and keeps each user under the cap (issue 14)."""
+    now = utcnow()
+    await provider.add_many([Memory(f"Routine note number {i} about the build", user_id="u",
+                                    created_at=now - timedelta(days=1 + i / 10)) for i in range(125)])
+    stale = await provider.add(Memory("The old CI host is ci-7.internal", user_id="u",
+                                      created_at=now - timedelta(days=61)))
+    async with daemon_for(settings, provider) as d:
+        reports = await d.run_cleanup("u")
+    life = reports["u"]["lifecycle"]
+    assert [e["id"] for e in life["expired"]] == [stale.id]
+    assert life["facts_before"] == 126 and len(life["evicted"]) == 5 and life["facts_after"] == 120
+    assert (await provider.get(stale.id, user_id="u")).archived

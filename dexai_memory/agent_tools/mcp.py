@@ -40,7 +40,8 @@ REMEMBER_DESCRIPTION = (
     "long-term: a user preference (\"I prefer X\", \"always do Y\", \"never do Z\"), a key project fact, an "
     "insight, a mistake to avoid (warning), or a changed goal. Persistent memories survive context "
     "compaction and future sessions. One concise, specific statement per call; newer statements replace "
-    "older ones they contradict. Don't over-use it."
+    "older ones they contradict. Don't over-use it. When the user finished or dropped a commitment or goal, "
+    "call it with status done or cancelled."
 )
 FORGET_DESCRIPTION = (
     "Forget a stored memory (soft delete). Pass memory_id (from recall) to forget that memory, or a query: "
@@ -58,8 +59,16 @@ REMEMBER_SCHEMA: dict[str, Any] = {
             "type": "string",
             "enum": [c.value for c in Category],
             "description": "preference (user likes/dislikes), fact (project or personal info), insight "
-                           "(realization), warning (mistake to avoid), goal (current objective)",
+                           "(realization), warning (mistake to avoid), goal (current objective), instruction "
+                           "(a standing rule: \"always run the linter\"), person (someone and their role)",
         },
+        "status": {
+            "type": "string", "enum": ["done", "cancelled"],
+            "description": "Close a commitment or goal instead of storing anything: the one memory_id names, "
+                           "else the open one content describes (\"send the report to Priya\")",
+        },
+        "memory_id": {"type": "string", "description": "With status: the commitment or goal to close"},
+        "pin": {"type": "boolean", "description": "Pin it (always in context; at most 10 pins)"},
     },
     "required": ["content", "category"],
 }
@@ -157,10 +166,13 @@ class MemoryTools:
         """The provider (or daemon holding one) the tools run against: ``source``."""
         return self.source
 
-    async def remember(self, content: str, category: str | Category) -> RememberResult:
+    async def remember(self, content: str, category: str | Category, *, status: str | None = None,
+                       memory_id: str | None = None, pin: bool = False) -> RememberResult:
         """:func:`remember` for the bound user, project and session."""
         return await remember(await self.provider(), content, category, user_id=self.user_id,
-                              project=self.project, session_id=self.session_id, top_k=self.top_k)
+                              project=self.project, session_id=self.session_id, top_k=self.top_k,
+                              status=status, memory_id=memory_id, pin=pin,
+                              max_pins=self.settings.lifecycle.max_pins)
 
     async def forget(self, memory_id: str | None = None, query: str | None = None) -> ForgetResult:
         """:func:`forget` for the bound user and project."""
@@ -175,7 +187,9 @@ class MemoryTools:
     async def handle_remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The ``remember`` tool: MCP arguments in, MCP result dict out."""
         try:
-            result = await self.remember(str(args.get("content") or ""), str(args.get("category") or ""))
+            result = await self.remember(str(args.get("content") or ""), str(args.get("category") or ""),
+                                         status=args.get("status") or None, memory_id=args.get("memory_id") or None,
+                                         pin=bool(args.get("pin")))
         except DexaiMemoryError as exc:
             logger.warning("remember tool failed: %s", exc)
             return _tool_result(f"Error: {exc}", is_error=True)

@@ -15,13 +15,19 @@ insight       INSIGHT        importance 6
 warning       INSIGHT        ``metadata.category = "warning"`` (a mistake to
                              avoid is a lesson learned), importance 7
 goal          COMMITMENT     ``metadata.commitment = {what, status: "open"}``, so
-                             the L1 block shows it, forward-framed, under
-                             "Coming up"; importance 7
+                             the persistent context shows the newest open goal;
+                             importance 7
+instruction   INSIGHT        ``metadata.category = "instruction"`` (a standing
+                             instruction: "always ..."), importance 8
+person        RELATIONSHIP   importance 6
 ============  =============  =====================================================
 
 Every stored memory carries ``metadata.category`` and ``metadata.source =
-"remember_tool"``, confidence 0.9 (the agent chose to store it), and the
-server's ``project`` / ``session_id``.
+"remember_tool"`` (the ``via`` argument), confidence 0.9 (the agent chose to store
+it; ``dexai memory facts add`` stores by hand at 0.6), and the server's
+``project`` / ``session_id``. ``status`` ("done" / "cancelled") closes a
+commitment or goal instead (:func:`close_commitment`); ``pin`` pins what was
+stored, within ``lifecycle.max_pins``.
 
 ``remember`` goes through supersession: the new statement is classified
 against the most similar valid durable memories of the user (session notes,
@@ -48,7 +54,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings, load_settings
-from ..errors import InvalidMemory, MemoryNotFound
+from ..errors import InvalidMemory, MemoryNotFound, PinLimitReached
+from ..lifecycle.closing import close, matches, open_commitments, words
+from ..lifecycle.pins import DEFAULT_MAX_PINS
+from ..lifecycle.pins import pin as pin_memory
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
 from ..privacy import REDACTED, redact
 from ..providers.base import MemoryProvider
@@ -91,6 +100,8 @@ class Category(enum.StrEnum):
     INSIGHT = "insight"
     WARNING = "warning"
     GOAL = "goal"
+    INSTRUCTION = "instruction"
+    PERSON = "person"
 
     @classmethod
     def parse(cls, value: str | Category) -> Category:
@@ -109,6 +120,8 @@ CATEGORY_TYPES: Mapping[Category, tuple[MemoryType, int]] = {
     Category.INSIGHT: (MemoryType.INSIGHT, 6),
     Category.WARNING: (MemoryType.INSIGHT, 7),
     Category.GOAL: (MemoryType.COMMITMENT, 7),
+    Category.INSTRUCTION: (MemoryType.INSIGHT, 8),
+    Category.PERSON: (MemoryType.RELATIONSHIP, 6),
 }
 
 
@@ -126,6 +139,8 @@ class RememberStatus(enum.StrEnum):
     SUPERSEDED = "superseded"
     ALREADY_KNOWN = "already_known"
     REFUSED = "refused"
+    #: A commitment or goal was marked done or cancelled (``status``).
+    CLOSED = "closed"
 
 
 class ForgetStatus(enum.StrEnum):
@@ -166,17 +181,22 @@ class RememberResult:
     memory: Memory | None = None
     previous: Memory | None = None
     redacted: bool = False
+    #: Why a requested pin was refused (the pin limit), or None.
+    pin_refused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status.value, "reason": self.reason, "redacted": self.redacted,
                 "memory": _brief(self.memory) if self.memory else None,
-                "previous": _brief(self.previous) if self.previous else None}
+                "previous": _brief(self.previous) if self.previous else None,
+                **({"pin_refused": self.pin_refused} if self.pin_refused else {})}
 
     def to_text(self) -> str:
         """What the agent reads."""
         m, p = self.memory, self.previous
         if self.status is RememberStatus.REFUSED or m is None:
             return f"Not stored: {self.reason}"
+        if self.status is RememberStatus.CLOSED:
+            return f"Marked {m.id} {self.reason}: {m.content}"
         if self.status is RememberStatus.ADDED:
             text = f"Remembered as {m.id} ({category_of(m)}): {m.content}"
         elif self.status is RememberStatus.UPDATED:
@@ -189,6 +209,10 @@ class RememberResult:
             text = f"Already known as {m.id}: {m.content}"
         if self.redacted:
             text += " (private or secret parts were removed before storing)"
+        if m.pinned:
+            text += " (pinned)"
+        if self.pin_refused:
+            text += f" (not pinned: {self.pin_refused})"
         return text
 
 
@@ -267,12 +291,22 @@ def _meaningful(text: str) -> bool:
 
 
 async def remember(source: MemoryProvider | Any, content: str, category: str | Category, *, user_id: str,
-                   project: str | None = None, session_id: str | None = None, top_k: int = 10) -> RememberResult:
+                   project: str | None = None, session_id: str | None = None, top_k: int = 10,
+                   status: str | None = None, memory_id: str | None = None, pin: bool = False,
+                   max_pins: int = DEFAULT_MAX_PINS, confidence: float = 0.9,
+                   via: str = "remember_tool") -> RememberResult:
     """Store ``content`` as a durable memory of ``user_id``, through supersession.
 
+    With ``status`` ("done" or "cancelled") nothing is stored: the open
+    commitment or goal ``memory_id`` (else the one ``content`` describes) is
+    closed (:func:`close_commitment`). ``pin`` pins the stored memory unless
+    ``max_pins`` are pinned already (then ``pin_refused`` says so).
     Raises :class:`InvalidMemory` for an unknown category; refuses (status
     REFUSED, nothing stored) empty, overlong or all-secret content.
     """
+    if status:
+        return await close_commitment(source, user_id=user_id, status=status, memory_id=memory_id,
+                                      content=content, project=project)
     cat = Category.parse(category)
     text = " ".join(str(content or "").split())
     if not text:
@@ -288,27 +322,54 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
                               "stored", redacted=redacted)
     provider = resolve_provider(source)
     mtype, importance = CATEGORY_TYPES[cat]
-    metadata: dict[str, Any] = {"category": cat.value, "source": "remember_tool"}
+    metadata: dict[str, Any] = {"category": cat.value, "source": via}
     if cat is Category.GOAL:
         metadata["commitment"] = {"what": clean, "who": None, "due_at": None, "due_text": None, "status": "open"}
     note = Memory(content=clean, user_id=user_id, project=project, session_id=session_id, type=mtype,
-                  importance=importance, confidence=0.9, metadata=metadata)
+                  importance=importance, confidence=confidence, metadata=metadata)
     similar = [r.memory for r in await provider.search(
         clean, user_id=user_id, filters=SearchFilters(project=project, types=DURABLE_TYPES), limit=top_k)]
     decision = await decide(resolve_classifier(source), clean, similar)
     by_id = {m.id: m for m in similar}
     previous = by_id.get(decision.memory_id) if decision.memory_id else None
     stored = await apply(provider, decision, note)
-    status = {
+    outcome = {
         UpdateAction.ADD: RememberStatus.ADDED,
         UpdateAction.UPDATE: RememberStatus.UPDATED,
         UpdateAction.SUPERSEDE: RememberStatus.SUPERSEDED,
         UpdateAction.NOOP: RememberStatus.ALREADY_KNOWN,
     }[decision.action if decision.memory_id else UpdateAction.ADD]
-    logger.info("remember for user %s: %s (%s)", user_id, status.value, decision.reason)
-    return RememberResult(status, decision.reason, memory=stored,
-                          previous=previous if status is not RememberStatus.ALREADY_KNOWN else None,
-                          redacted=redacted)
+    logger.info("remember for user %s: %s (%s)", user_id, outcome.value, decision.reason)
+    pin_refused = None
+    if pin and stored is not None and not stored.pinned:
+        try:
+            stored = await pin_memory(provider, stored.id, user_id=user_id, max_pins=max_pins)
+        except PinLimitReached as exc:
+            pin_refused = str(exc)
+    return RememberResult(outcome, decision.reason, memory=stored,
+                          previous=previous if outcome is not RememberStatus.ALREADY_KNOWN else None,
+                          redacted=redacted, pin_refused=pin_refused)
+
+
+async def close_commitment(source: MemoryProvider | Any, *, user_id: str, status: str, memory_id: str | None = None,
+                           content: str | None = None, project: str | None = None) -> RememberResult:
+    """Mark a commitment or goal of ``user_id`` done or cancelled: ``memory_id``, else the open one
+    ``content`` describes best (:func:`dexai_memory.lifecycle.closing.matches`). REFUSED when none does."""
+    provider = resolve_provider(source)
+    if not memory_id:
+        text = " ".join(str(content or "").split())
+        candidates = [m for m in await open_commitments(provider, user_id, project) if matches(text, m)]
+        if not candidates:
+            return RememberResult(RememberStatus.REFUSED, f"no open commitment or goal matches {text!r}; "
+                                  "call recall to find its id and pass memory_id")
+        target = set(words(text))
+        memory_id = max(candidates, key=lambda m: len(words(m.content) & target)).id
+    try:
+        closed = await close(provider, memory_id, user_id=user_id, status=status, reason="closed by the remember tool")
+    except MemoryNotFound:
+        return RememberResult(RememberStatus.REFUSED, f"no memory {memory_id}")
+    state = closed.metadata["commitment"]["status"]
+    return RememberResult(RememberStatus.CLOSED, state, memory=closed)
 
 
 def _strong(result: SearchResult, query_words: set[str], min_similarity: float) -> bool:

@@ -10,7 +10,8 @@ Socket operations (request ``{"op": ..., ...}`` -> reply dict):
 ``hook.recall``      ``user_id, prompt, recent, project, exclude_ids`` -> ``text, tokens, memory_ids, skipped_reason``
 ``hook.l1_block``    ``user_id, query, recent, project, session_id, snapshot, after_compaction`` -> ``text, tokens, memory_ids``
 ``hook.pre_compact`` ``user_id, session_id, snapshot, trigger, transcript_backup, project`` -> ``flushed, snapshot_id``
-``hook.turn_end``    ``user_id, session_id`` -> ``{}`` (wakes the queue worker)
+``hook.turn_end``    ``user_id, session_id, reply, injected`` -> ``cited`` (wakes the queue worker; counts the
+                     citations of the injected memories the reply used)
 ``hook.session_end`` ``user_id, session_id`` -> ``flushed, new_notes, consolidation_scheduled``
 """
 
@@ -25,6 +26,8 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import DexaiMemoryError, MemoryNotFound
+from ..lifecycle.closing import mark_due_shown
+from ..lifecycle.usage import record_citations
 from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from ..providers.base import MemoryProvider
 from ..recall.block import L1Block
@@ -72,8 +75,10 @@ class HookActions:
         ``after_compaction`` fills it to the budget by priority (:mod:`dexai_memory.recall.reinjection`)."""
         if snapshot:
             await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot, project=None)
-        return await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,
-                              session_id=session_id, after_compaction=after_compaction)
+        block = await l1_block(self.provider, user_id, self.settings, query=query, recent=recent, project=project,
+                               session_id=session_id, after_compaction=after_compaction)
+        await mark_due_shown(self.provider, block.section("commitments"))  # due ones are shown once
+        return block
 
     async def store_snapshot(self, *, user_id: str, session_id: str | None, text: str,
                              project: str | None = None) -> Memory:
@@ -121,6 +126,12 @@ class HookActions:
             out["snapshot_id"] = (await self.store_snapshot(user_id=user_id, session_id=session_id, text=snapshot,
                                                             project=project)).id
         return out
+
+    async def record_usage(self, *, user_id: str, session_id: str | None, reply: str,
+                           injected: Sequence[str]) -> list[str]:
+        """Count citations of the ``injected`` memories ``reply`` used
+        (:func:`dexai_memory.lifecycle.usage.record_citations`); returns their ids."""
+        return await record_citations(self.provider, user_id, reply, injected, session_id=session_id)
 
     async def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
         """Flush, then schedule consolidation when the session added enough notes."""
@@ -183,7 +194,11 @@ def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
         notify = getattr(getattr(daemon, "queue", None), "notify", None)
         if callable(notify):
             notify()
-        return {}
+        cited: list[str] = []
+        if req.get("reply") and req.get("injected"):
+            cited = await act.record_usage(user_id=str(req["user_id"]), session_id=req.get("session_id"),
+                                           reply=str(req["reply"]), injected=[str(i) for i in req["injected"]])
+        return {"cited": cited}
 
     async def op_session_end(req: dict[str, Any]) -> dict[str, Any]:
         return await act.session_end(user_id=str(req["user_id"]), session_id=req.get("session_id"))

@@ -184,8 +184,10 @@ class CommandBackend(HookBackend):
             self.ask({"op": "queue.notify"}, timeout=0.02)
         return queued
 
-    def turn_end(self, *, user_id: str, session_id: str | None) -> None:
-        self.ask({"op": "hook.turn_end", "user_id": user_id, "session_id": session_id}, timeout=0.05)
+    def turn_end(self, *, user_id: str, session_id: str | None, reply: str = "",
+                 injected: Sequence[str] = ()) -> None:
+        self.ask({"op": "hook.turn_end", "user_id": user_id, "session_id": session_id, "reply": reply[:20_000],
+                  "injected": list(injected)}, timeout=0.05)
 
     def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None, trigger: str | None,
                     transcript_backup: str | None, project: str | None) -> dict[str, Any]:

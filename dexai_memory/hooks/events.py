@@ -112,8 +112,10 @@ class HookBackend(abc.ABC):
     def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
         """Get the queue extracted (now or by a daemon) and schedule consolidation if due."""
 
-    def turn_end(self, *, user_id: str, session_id: str | None) -> None:  # noqa: B027 - optional
-        """A turn ended (a daemon may start extracting at once)."""
+    def turn_end(self, *, user_id: str, session_id: str | None, reply: str = "",  # noqa: B027 - optional
+                 injected: Sequence[str] = ()) -> None:
+        """A turn ended (a daemon may start extracting at once, and count which of the ``injected``
+        memories the ``reply`` used: :mod:`dexai_memory.lifecycle.usage`)."""
 
 
 class HookContext(NamedTuple):  # NamedTuples: a dataclass costs ~1 ms to define in every hook process
@@ -278,7 +280,8 @@ def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
     if message.strip():
         ctx.backend.submit(_turn(ctx, payload, kind="assistant", role="assistant", text=message),
                            [prompt] if prompt else [])
-    ctx.backend.turn_end(user_id=ctx.user_id, session_id=sid)
+    ctx.backend.turn_end(user_id=ctx.user_id, session_id=sid, reply=message,
+                         injected=[str(i) for i in state.get("injected") or []])
     return {}
 
 

@@ -127,9 +127,13 @@ class InProcessBackend(HookBackend):
                                                    trigger=trigger, transcript_backup=transcript_backup,
                                                    project=project))
 
-    def turn_end(self, *, user_id: str, session_id: str | None) -> None:
+    def turn_end(self, *, user_id: str, session_id: str | None, reply: str = "",
+                 injected: Sequence[str] = ()) -> None:
         # fire and forget, so the reply never waits: the daemon's end-of-turn bookkeeping
         # (consolidation when due), or extraction of the queued turns on the provider
+        if reply and injected:
+            asyncio.run_coroutine_threadsafe(self.actions.record_usage(
+                user_id=user_id, session_id=session_id, reply=reply, injected=injected), self.loop)
         if self.daemon is not None:
             asyncio.run_coroutine_threadsafe(self.actions.session_end(user_id=user_id, session_id=session_id),
                                              self.loop)

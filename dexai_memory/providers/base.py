@@ -29,6 +29,7 @@ from typing import Any, Self
 
 from ..errors import InvalidMemory, MemoryNotFound, ProviderError
 from ..models import (
+    Contradiction,
     HealthStatus,
     Memory,
     MemoryEvent,
@@ -38,11 +39,15 @@ from ..models import (
     Tier,
     UpdateAction,
     UpdateDecision,
+    boosted,
     is_tool_origin,
     utcnow,
 )
+from .contradictions import ContradictionLog
 
 logger = logging.getLogger(__name__)
+#: Least confidence of a contradicting note for supersession to resolve the contradiction on its own.
+AUTO_RESOLVE_CONFIDENCE = 0.6
 
 #: Fields callers may change through :meth:`MemoryProvider.update`.
 UPDATABLE_FIELDS = frozenset({
@@ -61,6 +66,8 @@ class MemoryProvider(abc.ABC):
     name: str = "base"
     #: Contract points this backend honours exactly; the contract suite skips the others.
     capabilities: frozenset[str] = frozenset({"as_of", "history", "hard_delete", "vector_search"})
+    #: Where contradictions are recorded (None: this backend keeps none). See :meth:`apply_decision`.
+    contradiction_log: ContradictionLog | None = None
 
     async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Open connections / load resources. Idempotent."""
@@ -229,8 +236,14 @@ class MemoryProvider(abc.ABC):
         (saves reading it again); otherwise it is read here.
 
         ADD stores ``note``; UPDATE merges it into the existing memory (content,
-        provenance, mention count); SUPERSEDE replaces the existing memory with
-        ``note``; NOOP counts one more mention and raises confidence. Each
+        provenance, mention count, confidence + 0.15); SUPERSEDE replaces the existing memory with
+        ``note``; NOOP counts one more mention and raises confidence by
+        :data:`~dexai_memory.models.CONFIDENCE_BOOST` (0.15).
+        Where the backend keeps contradictions (:attr:`contradiction_log`), a
+        SUPERSEDE is recorded as one (a = the old memory, b = the note,
+        resolved b_wins automatically), unless the note's confidence is below
+        :data:`AUTO_RESOLVE_CONFIDENCE`: then both stay current and the
+        contradiction is left open for review (``dexai memory conflicts``). Each
         action is logged with its reason.
 
         Deciding is not the store's job: callers decide with
@@ -275,7 +288,7 @@ class MemoryProvider(abc.ABC):
             confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
         if decision.action is UpdateAction.NOOP:
             updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
-                                        confidence=min(1.0, round(old.confidence + 0.05, 4)), source_ids=sources,
+                                        confidence=boosted(old.confidence), source_ids=sources,
                                         importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
                                                 details={"duplicate": note.content}), user_id=uid)
@@ -283,7 +296,7 @@ class MemoryProvider(abc.ABC):
         if decision.action is UpdateAction.UPDATE:
             content = decision.merged_content or note.content
             updated = await self.update(old.id, user_id=uid, content=content, source_ids=sources,
-                                        mention_count=old.mention_count + 1,
+                                        mention_count=old.mention_count + 1, confidence=boosted(old.confidence),
                                         importance=max(old.importance, note.importance), **confirmed)
             await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
                                                 details={"before": old.content, "after": content}), user_id=uid)
@@ -291,7 +304,21 @@ class MemoryProvider(abc.ABC):
         replacement = note.replace(source_ids=sources)
         if decision.merged_content:
             replacement = replacement.replace(content=decision.merged_content)
-        return await self.supersede(old.id, replacement, user_id=uid, reason=decision.reason)
+        log = self.contradiction_log
+        if log is not None and note.confidence < AUTO_RESOLVE_CONFIDENCE:
+            # not sure enough to replace what is known: both stay current, the contradiction stays open
+            stored = await self.add(replacement)
+            reason = (f"contradicts {old.id} but its confidence {note.confidence:.2f} is below "
+                      f"{AUTO_RESOLVE_CONFIDENCE}: both kept, contradiction left open ({decision.reason})")
+            await self.record_event(MemoryEvent(stored.id, "ADD", reason, now, related_id=old.id), user_id=uid)
+            await log.add(Contradiction(uid, old.id, stored.id, reason=decision.reason, detected_at=now))
+            return stored
+        new = await self.supersede(old.id, replacement, user_id=uid, reason=decision.reason)
+        if log is not None:
+            await log.add(Contradiction(uid, old.id, new.id, reason=decision.reason, detected_at=now,
+                                        resolution="b_wins", resolved_at=now, auto=True,
+                                        note="the newer statement replaced the older one"))
+        return new
 
     # ------------------------------------------------------------------ tiers
     async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:

@@ -283,7 +283,8 @@ def commitment_line(m: Memory, now: datetime | None = None) -> str:
 
 def commitments_due_soon(memories: Sequence[Memory], *, days: int, now: datetime | None = None) -> list[Memory]:
     """Open commitments due within ``days`` (or undated), soonest first; commitments taken from
-    tool output are left out unless the user confirmed them (:func:`always_on`)."""
+    tool output are left out unless the user confirmed them (:func:`always_on`), and so is a
+    commitment already shown on or after its due day (``due_shown_at``: shown once)."""
     now = now or utcnow()
     out: list[tuple[float, Memory]] = []
     for m in memories:
@@ -295,6 +296,8 @@ def commitments_due_soon(memories: Sequence[Memory], *, days: int, now: datetime
         due = _due(m)
         if due is not None and (due - now).total_seconds() > days * 86400:
             continue
+        if due is not None and due.date() <= now.date() and isinstance(info, dict) and info.get("due_shown_at"):
+            continue  # a due commitment is shown once (then reachable by recall)
         out.append(((due - now).total_seconds() if due else float("inf"), m))
     out.sort(key=lambda x: x[0])
     return [m for _, m in out]
@@ -324,7 +327,8 @@ def _fit(section: str, lines: Sequence[tuple[Memory, str]], budget: int,
 
 def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = DEFAULT_BUDGETS,
                   max_tokens: int = 1000, max_chars: int = MAX_INJECTION_CHARS,
-                  now: datetime | None = None) -> L1Block:
+                  now: datetime | None = None, head: Sequence[str] = (),
+                  head_items: Sequence[BlockItem] = ()) -> L1Block:
     """Format already chosen memories into a fenced block within every budget.
 
     Each section keeps its lines in the given order while they fit its budget;
@@ -332,11 +336,13 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     ``max_chars`` by dropping last lines: session state first, then
     commitments, then profile, and relevant memories last (the query asked
     for them). :attr:`L1Block.items` lists exactly the memories left in.
-    Returns :data:`EMPTY_BLOCK` when nothing is left.
+    ``head`` (the persistent context, already held to its own budget, with the
+    memories it shows in ``head_items``) opens the block and is never cut; its
+    memories are not repeated below. Returns :data:`EMPTY_BLOCK` when nothing is left.
     """
     now = now or utcnow()
     p_budget, r_budget, c_budget, s_budget = budgets
-    seen: set[str] = set()
+    seen: set[str] = {i.memory.id for i in head_items}
 
     def fresh(ms: Sequence[Memory]) -> list[Memory]:
         out = []
@@ -360,7 +366,7 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     drop_order = [3, 2, 0, 1]  # session, commitments, profile, relevant
 
     def assemble() -> str:
-        body = [line for lines, _ in parts for line in lines]
+        body = [*head, *(line for lines, _ in parts for line in lines)]
         return "\n".join([FENCE_OPEN, PREAMBLE, *body, FENCE_CLOSE]) if body else ""
 
     text = assemble()
@@ -372,8 +378,10 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
                 items = items[:-1]
                 parts[idx] = (lines if items else [], items)
                 break
+        else:
+            break  # only the head is left
         text = assemble()
-    kept = tuple(i for _, its in parts for i in its)
+    kept = (*head_items, *(i for _, its in parts for i in its))
     if not text or not kept:
         return EMPTY_BLOCK
     return L1Block(text, count_tokens(text), kept)

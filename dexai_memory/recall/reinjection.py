@@ -35,11 +35,16 @@ L1 and high-importance memories), Relevant, Coming up (commitments, framed
 forward), Session state, fenced, neutralised and under
 :data:`~dexai_memory.recall.block.MAX_INJECTION_CHARS`.
 
+Both blocks open with the **persistent context**
+(:mod:`dexai_memory.recall.persistent`): standing instructions, warnings, the
+current goal, preferences, project facts, people and insights, held to
+``persistent_context`` budgets that come on top of the block's own.
+
 This module also holds :func:`l1_block`, the block injected at session start
 (and by the SDK and the Messages API loop), which gives the re-injection block
 after compaction.
 
-Stdlib-only (models, tokens, block, ranking): the command hooks' no-daemon
+Stdlib-only (models, tokens, block, persistent, ranking): the command hooks' no-daemon
 fallback (:mod:`dexai_memory.hooks.command`) runs these same functions on the
 read-only :class:`~dexai_memory.providers.native.reader.SqliteReader`
 (see :mod:`dexai_memory.recall.source`).
@@ -47,6 +52,7 @@ read-only :class:`~dexai_memory.providers.native.reader.SqliteReader`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -72,6 +78,7 @@ from .block import (
     gather_block_inputs,
     memory_line,
 )
+from .persistent import EMPTY_SECTION, PersistentSection, gather_persistent, without_replaced_goals
 from .ranking import DEFAULT_POOL, VisibleContext, content_terms, rank
 
 if TYPE_CHECKING:
@@ -169,18 +176,21 @@ def _line(memory: Memory, section: str, now: datetime) -> str:
 
 
 def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: int = 150,
-               max_chars: int = MAX_INJECTION_CHARS, now: datetime | None = None) -> L1Block:
+               max_chars: int = MAX_INJECTION_CHARS, now: datetime | None = None,
+               head: PersistentSection = EMPTY_SECTION) -> L1Block:
     """The block from ``inputs``, filled by priority up to ``max_tokens`` (fence included).
 
-    See the module docstring for the order. :attr:`L1Block.items` lists exactly
+    See the module docstring for the order. ``head`` (the persistent context)
+    opens the block; its lines count against ``max_tokens`` and ``max_chars``
+    and its memories are not repeated. :attr:`L1Block.items` lists exactly
     the memories in the text, in text order. Returns an empty block when nothing fits.
     """
     now = now or utcnow()
-    fixed = count_tokens("\n".join([FENCE_OPEN, PREAMBLE, FENCE_CLOSE]))
-    used_tokens, used_chars = fixed, len(FENCE_OPEN) + len(PREAMBLE) + len(FENCE_CLOSE) + 2
+    fixed = count_tokens("\n".join([FENCE_OPEN, PREAMBLE, *head.lines, FENCE_CLOSE]))
+    used_tokens, used_chars = fixed, len(FENCE_OPEN) + len(PREAMBLE) + len(FENCE_CLOSE) + 2 + head.chars
     taken: dict[str, list[BlockItem]] = {s: [] for s in _SECTIONS}
-    seen_ids: set[str] = set()
-    seen_terms: list[set[str]] = []
+    seen_ids: set[str] = set(head.memory_ids)
+    seen_terms: list[set[str]] = [set(content_terms(i.memory.content)) for i in head.items]
     classes: list[tuple[str, Sequence[Memory]]] = [
         ("pinned", inputs.pinned), ("top_tier", inputs.top_tier), ("important", inputs.important),
         ("session", inputs.session[:1]), ("commitments", inputs.commitments), ("relevant", inputs.relevant),
@@ -212,8 +222,8 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
             if cls != "session":
                 seen_terms.append(terms)
             taken[section].append(BlockItem(memory, section, line, inputs.scores.get(memory.id)))
-    body: list[str] = []
-    items: list[BlockItem] = []
+    body: list[str] = list(head.lines)
+    items: list[BlockItem] = list(head.items)
     for section in _SECTIONS:
         if taken[section]:
             body.append(SECTION_TITLES[section])
@@ -267,8 +277,16 @@ async def reinjection_block(provider: RecallSource, user_id: str, settings: Sett
     defaults to ``auto_recall.max_tokens``; ``session``: see :func:`gather_inputs`."""
     inputs = await gather_inputs(provider, user_id, settings, query=query, recent=recent, project=project,
                                  session_id=session_id, now=now, session=session)
-    return fill_block(inputs, max_tokens=max_tokens or settings.auto_recall.max_tokens,
-                      session_tokens=settings.l1_block.session_tokens, now=now)
+    head = await gather_persistent(provider, user_id, settings.persistent_context, project=project,
+                                   max_chars=MAX_INJECTION_CHARS // 2)
+    def keep(ms: Sequence[Memory]) -> list[Memory]:
+        return without_replaced_goals(ms, head)
+
+    inputs = dataclasses.replace(inputs, pinned=keep(inputs.pinned), top_tier=keep(inputs.top_tier),
+                                 important=keep(inputs.important), commitments=keep(inputs.commitments),
+                                 relevant=keep(inputs.relevant), backfill=keep(inputs.backfill))
+    return fill_block(inputs, max_tokens=(max_tokens or settings.auto_recall.max_tokens) + head.tokens,
+                      session_tokens=settings.l1_block.session_tokens, now=now, head=head)
 
 
 async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None = None,
@@ -303,5 +321,11 @@ async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, 
     inputs = await gather_block_inputs(provider, user_id=user_id, project=project, relevant=relevant,
                                        scores=scores, commitments_due_days=cfg.commitments_due_days,
                                        session_id=session_id, now=now, session=session)
-    total = max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS
-    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now)
+    head = await gather_persistent(provider, user_id, settings.persistent_context, project=project,
+                                   max_chars=MAX_INJECTION_CHARS // 2)
+    inputs = dataclasses.replace(inputs, profile=without_replaced_goals(inputs.profile, head),
+                                 relevant=without_replaced_goals(inputs.relevant, head),
+                                 commitments=without_replaced_goals(inputs.commitments, head))
+    total = (max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS) + head.tokens
+    return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now, head=head.lines,
+                         head_items=head.items)

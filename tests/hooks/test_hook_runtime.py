@@ -76,7 +76,7 @@ def test_irrelevant_prompt_injects_nothing(home: Path, tmp_path: Path) -> None:
 def test_session_start_injects_profile(home: Path, tmp_path: Path) -> None:
     text = context_of(hook("session-start", {"session_id": "s1", "source": "startup", "cwd": str(tmp_path)}, home),
                       "SessionStart")
-    assert "Profile:" in text and "Alice prefers tabs over spaces" in text
+    assert "Persistent context:" in text and "Alice prefers tabs over spaces" in text
 
 
 def test_pre_compact_then_session_start_compact(home: Path, tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_user_prompt_submit_reinjects_when_marker_left(home: Path, tmp_path: Pat
                                      "last_prompt": "deploy password hint"})
     text = context_of(hook("user-prompt-submit", {"session_id": "s3", "prompt": "ok", "cwd": str(tmp_path)}, home),
                       "UserPromptSubmit")
-    assert "Current task: ship the release" in text and "Profile:" in text
+    assert "Current task: ship the release" in text and "Persistent context:" in text
     assert hook_state.read_marker(settings, "s3") is None
 
 

@@ -91,7 +91,7 @@ async def test_prompt_after_compaction_reinjects_when_session_start_missed(
     base = {"session_id": "s3", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
     await call(hooks, "PreCompact", {**base, "trigger": "auto"})
     out = await call(hooks, "UserPromptSubmit", {**base, "prompt": "go on"})
-    assert "Profile:" in context(out) and "Session state:" in context(out)
+    assert "Persistent context:" in context(out) and "Session state:" in context(out)
     assert hook_state.read_marker(settings, "s3") is None
 
 

@@ -160,9 +160,11 @@ async def test_l1_block_has_profile_commitments_and_session(store: NativeProvide
     await store.add(Memory(content="Current task: refactor parser", user_id="u", type=MemoryType.SNAPSHOT,
                            session_id="s1"))
     block = await l1_block(store, "u", settings, query="what's my dog called?", session_id="s1")
-    assert block.section("profile")[0].content == "Prefers bullet points"
+    # a strong preference opens the block in the persistent context (not repeated in the profile)
+    assert block.section("persistent")[0].content == "Prefers bullet points"
+    assert "Prefers bullet points" not in [m.content for m in block.section("profile")]
     assert [m.content for m in block.section("relevant")] == ["User's dog is named Rex"]
     assert block.section("commitments")[0].content == "Send Sarah the mockups"
     assert "in 2 days" in block.text
     assert block.section("session")[0].content == "Current task: refactor parser"
-    assert block.tokens <= 1000 + 30
+    assert block.tokens <= 1000 + 30 + settings.persistent_context.max_tokens

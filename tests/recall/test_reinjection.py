@@ -136,7 +136,7 @@ async def test_l1_block_after_compaction_carries_every_important_memory(store: N
                            after_compaction=True)
     important = {m.id for m in STORE if m.pinned or m.importance >= HIGH_IMPORTANCE}
     assert important <= {m.id for m in block.memories}
-    assert not important <= {m.id for m in before.memories}  # the plain L1 block leaves decisions and warnings out
+    assert important <= {m.id for m in before.memories}  # the persistent context now opens the plain block too
     assert block.tokens <= settings.auto_recall.max_tokens
     assert "Bob" not in block.text
     # backfill: importance 6 fills the room left, importance 3 does not

@@ -133,6 +133,28 @@ def m003_vectors_pending() -> str:
     return "CREATE TABLE vectors_pending (rowid INTEGER PRIMARY KEY);"
 
 
+@migration
+def m004_contradictions() -> str:
+    """Contradictions between memories (seed 002): a, b, when, how resolved (NULL = open), a note."""
+    return (
+        """
+        CREATE TABLE contradictions (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            memory_a TEXT NOT NULL,
+            memory_b TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            detected_at TEXT NOT NULL,
+            resolution TEXT CHECK (resolution IN ('a_wins', 'b_wins', 'both_valid', 'merged')),
+            resolved_at TEXT,
+            note TEXT,
+            auto INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX ix_contradictions_user ON contradictions (user_id, resolution, detected_at);
+        """
+    )
+
+
 def current_version(conn: Conn) -> int:
     """The highest applied migration number (0 for a new database)."""
     conn.execute(

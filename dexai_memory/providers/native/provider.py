@@ -40,6 +40,7 @@ from ...models import (
     utcnow,
 )
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
+from .contradictions import NativeContradictionLog
 from .database import DEFAULT_BUSY_RETRY_SECONDS, Database
 from .schema import COLUMNS, SELECT, list_query, memory_params, row_to_memory, ts, where_clause
 from .search import hybrid_search
@@ -68,6 +69,7 @@ class NativeProvider(MemoryProvider):
         self.database = Database(self.path, busy_timeout_ms=busy_timeout_ms, busy_retry_seconds=busy_retry_seconds)
         self.vectors = Vectors(self.database)
         self.backup_path: Path | None = None
+        self.contradiction_log = NativeContradictionLog(self.database)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> NativeProvider:

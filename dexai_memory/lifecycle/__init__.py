@@ -1,0 +1,15 @@
+"""The fact lifecycle (seed 003): what keeps memory small and true.
+
+- :mod:`.eviction`: the eviction score (age x category weight / confidence), the
+  per-user cap on durable facts and category expiry, run by the daemon's
+  scheduled cleanup and ``dexai memory prune`` (archived to L3, never deleted).
+- :mod:`.pins`: at most ``lifecycle.max_pins`` pinned memories, with a clear
+  message on the next one.
+- :mod:`.clear`: ``dexai memory clear`` (every memory of a user, soft) and
+  ``dexai memory undo`` within ``lifecycle.undo_minutes``.
+
+Confidence rules live on the data model (:mod:`dexai_memory.models`:
+:data:`~dexai_memory.models.MANUAL_CONFIDENCE`,
+:data:`~dexai_memory.models.EXTRACTED_CONFIDENCE`,
+:func:`~dexai_memory.models.boosted`), applied where memories are written.
+"""

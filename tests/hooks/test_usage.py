@@ -1,0 +1,114 @@
+"""Usage tracking (issue 14): injected memories the reply used are counted as citations (once per
+session), through the Agent SDK hooks and the daemon's socket operation, and shown by `get`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from dexai_memory.cli.main import cli
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.hooks.actions import HookActions
+from dexai_memory.hooks.sdk import memory_hooks
+from dexai_memory.lifecycle.usage import used_in
+from dexai_memory.models import Memory, MemoryType
+from dexai_memory.providers.native import NativeProvider
+
+U = "alice"
+
+
+@pytest.mark.parametrize(("memory", "reply", "used"), [
+    ("The staging database password hint is KIWI-9", "The hint for staging is KIWI-9, per the database notes.", True),
+    ("The orders service runs on port 8443", "Point it at port 8443 of the orders service.", True),
+    ("The orders service runs on port 8443", "Sure, I will look at the service.", False),
+    ("Alice prefers short answers", "Here is a long and detailed answer.", False),
+])
+def test_used_in(memory: str, reply: str, used: bool) -> None:
+    assert used_in(reply, Memory(content=memory, user_id=U)) is used
+
+
+@pytest.fixture
+def settings(isolated_home: Path) -> Settings:
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "memory.yaml").write_text("embedding:\n  backend: none\n")
+    return load_settings(home=isolated_home)
+
+
+@pytest.fixture
+async def provider(settings: Settings) -> AsyncIterator[NativeProvider]:
+    async with NativeProvider(settings.db_path, embedder=None) as p:
+        yield p
+
+
+async def call(hooks: dict[str, Any], event: str, data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = await hooks[event][0].hooks[0](data, None, {"signal": None})
+    return out
+
+
+async def citations(provider: NativeProvider, memory_id: str, want: int) -> int:
+    for _ in range(200):  # the SDK hook counts in the background, after the reply
+        count = (await provider.get(memory_id, user_id=U)).citation_count
+        if count >= want:
+            return count
+        await asyncio.sleep(0.01)
+    return (await provider.get(memory_id, user_id=U)).citation_count
+
+
+async def test_sdk_hooks_count_a_citation_once_per_session(provider: NativeProvider, settings: Settings,
+                                                           tmp_path: Path) -> None:
+    hint = await provider.add(Memory(content="The staging database password hint is KIWI-9", user_id=U,
+                                     importance=8))
+    other = await provider.add(Memory(content="Alice prefers short answers", user_id=U,
+                                      type=MemoryType.PREFERENCE, importance=8))
+    hooks = memory_hooks(provider, user_id=U, settings=settings)
+    base = {"session_id": "s1", "cwd": str(tmp_path)}
+    start = await call(hooks, "SessionStart", {**base, "source": "startup"})
+    assert "KIWI-9" in json.dumps(start)
+    await call(hooks, "Stop", {**base, "last_assistant_message": "The staging hint is KIWI-9 (database password)."})
+    assert await citations(provider, hint.id, 1) == 1
+    await call(hooks, "Stop", {**base, "last_assistant_message": "Again: KIWI-9 is the staging database hint."})
+    await asyncio.sleep(0.1)
+    assert (await provider.get(hint.id, user_id=U)).citation_count == 1  # once per session
+    assert (await provider.get(other.id, user_id=U)).citation_count == 0  # injected, ignored
+
+
+async def test_daemon_socket_operation_counts_citations(provider: NativeProvider, settings: Settings) -> None:
+    from dexai_memory.hooks.actions import register_ipc_ops
+
+    class Daemon:  # what register_ipc_ops reads from a daemon: its socket server and provider
+        def __init__(self) -> None:
+            self.ops: dict[str, Any] = {}
+            self.ipc = self
+            self.provider = provider
+            self.settings = settings
+
+        def register(self, op: str, handler: Any) -> None:
+            self.ops[op] = handler
+
+    hint = await provider.add(Memory(content="The orders service runs on port 8443", user_id=U))
+    daemon = Daemon()
+    register_ipc_ops(daemon, HookActions(settings, provider))  # type: ignore[arg-type]
+    reply = await daemon.ops["hook.turn_end"]({"user_id": U, "session_id": "s9", "injected": [hint.id, "m_gone"],
+                                               "reply": "Use port 8443 of the orders service."})
+    assert reply == {"cited": [hint.id]}
+    assert (await provider.get(hint.id, user_id=U)).citation_count == 1
+
+
+def test_get_shows_the_counts(settings: Settings) -> None:
+    async def go() -> str:
+        async with NativeProvider(settings.db_path, embedder=None) as p:
+            m = await p.add(Memory(content="The orders service runs on port 8443", user_id=U))
+            await p.record_retrieval([m.id], user_id=U)
+            await HookActions(settings, p).record_usage(user_id=U, session_id="s1", injected=[m.id],
+                                                        reply="It listens on port 8443 (orders service).")
+            return m.id
+
+    memory_id = asyncio.run(go())
+    shown = CliRunner().invoke(cli, ["memory", "get", memory_id, "--user", U], catch_exceptions=False).output
+    assert "retrieval_count: 1" in shown and "citation_count: 1" in shown
