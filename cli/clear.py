@@ -8,7 +8,7 @@ import sys
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 
 
 @click.command()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from dexai_memory.cli.common import Context, common_options, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 
 
 def _close(ctx: Context, memory_id: str, status: str, reason: str | None) -> None:

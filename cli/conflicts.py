@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from dexai_memory.cli.common import Context, common_options, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 from dexai_memory.models import RESOLUTIONS
 
 

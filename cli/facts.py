@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 from dexai_memory.models import Memory
 
 T = TypeVar("T")
