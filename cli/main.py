@@ -14,6 +14,7 @@ COMMANDS = {
     "mcp": "dexai_memory.cli.mcp:mcp",
     "demo": "dexai_memory.cli.demo:demo",
     "bench": "dexai_memory.cli.bench:bench",
+    "panel": "dexai_memory.cli.panel:panel",
 }
 
 
@@ -28,6 +29,7 @@ def cli() -> None:
       dexai memory add "I prefer tea"  store a memory
       dexai memory search "drinks"     find it again
       dexai memory doctor              check config, database, sqlite-vec and embedder
+      dexai panel                      see and edit what is remembered, in a browser
     """
 
 
