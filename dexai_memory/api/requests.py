@@ -85,7 +85,9 @@ def number(data: dict[str, Any], key: str, *, kind: type = int, low: float | Non
     if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
         raise BadRequest(f"'{key}' must be {'an integer' if kind is int else 'a number'}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise BadRequest(f"'{key}' must be between {low:g} and {high:g}")
+        bounds = " and ".join(x for x in (f"at least {low:g}" if low is not None else "",
+                                          f"at most {high:g}" if high is not None else "") if x)
+        raise BadRequest(f"'{key}' must be {bounds}")
     return kind(value)
 
 
