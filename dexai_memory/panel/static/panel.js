@@ -26,6 +26,20 @@
     instruction: "Instruction", person: "Person", relationship: "Person", commitment: "Commitment",
     event: "Event", task: "Task",
   };
+  // Icons as inline SVG (no emoji font needed); constant markup, never user data.
+  const SVG = '<svg viewBox="0 0 24 24" width="16" height="16" fill="none" stroke="currentColor" stroke-width="2" ' +
+    'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true" focusable="false">';
+  const ICONS = {
+    pin: SVG + '<path d="M9 3h6l-1 6 3 3v2H7v-2l3-3z"/><path d="M12 14v7"/></svg>',
+    history: SVG + '<circle cx="12" cy="12" r="9"/><path d="M12 7v5l3 2"/></svg>',
+    remove: SVG + '<path d="M6 6l12 12M18 6L6 18"/></svg>',
+  };
+  function icon(name) {
+    const span = document.createElement("span");
+    span.className = "glyph";
+    span.innerHTML = ICONS[name];
+    return span;
+  }
   const $ = (id) => document.getElementById(id);
   const state = {
     facts: null, conflicts: [], filter: "all", query: "", hits: null, manage: false,
@@ -126,6 +140,7 @@
     }
     const empty = count === 0;
     $("empty").hidden = !empty;
+    $("filters").hidden = empty;
     if (!empty && shown === 0) {
       list.append(el("p", { class: "muted", role: "status" }, state.query ? "No memory matches “" + state.query + "”." : "Nothing in this category."));
     }
@@ -218,15 +233,15 @@
         type: "button", class: "icon pin", "aria-pressed": String(!!m.pinned),
         "aria-label": (m.pinned ? "Unpin " : "Pin ") + m.content, title: m.pinned ? "Unpin" : "Pin (at most " + state.facts.max_pins + ")",
         onclick: () => togglePin(m),
-      }, "📌"),
+      }, icon("pin")),
       el("button", {
         type: "button", class: "icon history-button", "aria-expanded": String(state.openHistory.has(m.id)),
         "aria-label": "History of " + m.content, title: "History", onclick: () => toggleHistory(m),
-      }, "🕘"),
+      }, icon("history")),
       el("button", {
         type: "button", class: "icon delete", "aria-label": "Delete " + m.content, title: "Delete",
         onclick: () => remove([m.id]),
-      }, "✕"));
+      }, icon("remove")));
     node.append(body, actions);
     if (state.openHistory.has(m.id)) fillHistory(m.id, body.querySelector(".history"));
     return node;
