@@ -93,10 +93,20 @@ async def openapi(request: Request) -> Response:
     return JSONResponse(SCHEMA.get_schema(routes=API_ROUTES + [Route("/api/openapi.json", openapi)]))
 
 
+#: Headers of the page: its own scripts and styles only, never framed, no referrer (the URL holds the token).
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+}
+
+
 async def index(_request: Request) -> Response:
     """The panel's page (it takes the token from its URL)."""
-    return FileResponse(panel.static_dir() / "index.html", headers={"Cache-Control": "no-store",
-                                                                     "Referrer-Policy": "no-referrer"})
+    return FileResponse(panel.static_dir() / "index.html", headers=PAGE_HEADERS)
 
 
 def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryProvider | None = None) -> Starlette:

@@ -21,7 +21,7 @@ from ..errors import DexaiMemoryError
 #: The token file's name in the data directory.
 TOKEN_FILE = "api-token"
 #: Host names the API answers to.
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "testserver"})
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
 
 
 def token_path(home: Path) -> Path:

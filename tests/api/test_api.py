@@ -64,6 +64,8 @@ def test_no_cross_origin_access_and_local_hosts_only(api: Api) -> None:
 def test_the_page_is_served_without_the_token_but_holds_no_data(api: Api) -> None:
     page = api.client.get("/")
     assert page.status_code == 200 and "panel.js" in page.text and "Remember something" in page.text
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert page.headers["referrer-policy"] == "no-referrer" and page.headers["x-frame-options"] == "DENY"
     assert api.client.get("/static/panel.js").status_code == 200
 
 

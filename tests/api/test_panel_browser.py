@@ -171,7 +171,7 @@ def test_inline_edit_enter_saves_and_escape_cancels(page: Any, panel: Panel) -> 
     card(page, mid).locator(".text").click()
     field.fill("Sam lives in Porto")
     field.press("Enter")
-    page.wait_for_function(f"document.querySelector('.card[data-id=\"{mid}\"] .text')?.textContent === 'Sam lives in Porto'")
+    sync_api.expect(card(page, mid).locator(".text")).to_have_text("Sam lives in Porto")
     assert panel.get("inline", mid).content == "Sam lives in Porto"
 
 
@@ -293,7 +293,7 @@ def test_search_filter_history_and_shortcut(page: Any, panel: Panel) -> None:
                      ("Never deploy on Fridays", "warning"), ("Priya owns the billing service", "person"))
     open_panel(page, panel, "search")
     page.get_by_label("Search memories").fill("Lisbon")
-    page.wait_for_function("document.querySelectorAll('.card').length === 1")
+    sync_api.expect(page.locator(".card")).to_have_count(1)
 
     async def hits(p: NativeProvider) -> set[str]:
         return {r.memory.id for r in await p.search("Lisbon", user_id="search", filters=SearchFilters())}
@@ -301,7 +301,7 @@ def test_search_filter_history_and_shortcut(page: Any, panel: Panel) -> None:
     shown = {page.locator(".card").first.get_attribute("data-id")}
     assert shown == panel.store(hits) == {ids[0]}
     page.get_by_label("Search memories").fill("")
-    page.wait_for_function("document.querySelectorAll('.card').length === 4")
+    sync_api.expect(page.locator(".card")).to_have_count(4)
     page.locator('.chip[data-filter="warning"]').click()
     assert page.locator(".card").count() == 1 and page.locator(".group").get_attribute("data-category") == "warning"
     warnings = [m.id for m in panel.current("search") if m.metadata.get("category") == "warning"]
@@ -310,12 +310,42 @@ def test_search_filter_history_and_shortcut(page: Any, panel: Panel) -> None:
     card(page, ids[0]).hover()
     card(page, ids[0]).get_by_role("button", name="History of Sam lives in Lisbon").click()
     history = card(page, ids[0]).locator(".history")
-    page.wait_for_function("document.querySelector('.history ol') !== null")
+    history.locator("ol").wait_for()
     assert "ADD" in history.inner_text()
     page.keyboard.press("Control+Shift+M")
     assert page.locator("#sheet").is_hidden()
     page.keyboard.press("Control+Shift+M")
     assert page.locator("#sheet").is_visible()
+
+
+LABELS_JS = """() => Array.from(document.querySelectorAll('button, input, select, textarea'))
+  .filter((e) => e.offsetParent !== null)
+  .filter((e) => {
+    const named = (e.getAttribute('aria-label') || e.textContent || '').trim()
+      || (e.labels && Array.from(e.labels).some((l) => l.textContent.trim()));
+    return !named;
+  }).map((e) => e.outerHTML)"""
+
+
+def test_every_control_is_labelled_and_cards_work_from_the_keyboard(page: Any, panel: Panel) -> None:
+    [mid] = panel.seed("keys", ("Sam lives in Lisbon", "fact"))
+    open_panel(page, panel, "keys")
+    assert page.evaluate(LABELS_JS) == []
+    page.get_by_role("button", name="Manage").click()
+    assert page.evaluate(LABELS_JS) == []
+    page.get_by_role("button", name="Done").click()
+    card(page, mid).focus()
+    page.keyboard.press("Enter")
+    field = card(page, mid).locator("input.inline")
+    assert field.evaluate("e => e === document.activeElement")
+    field.fill("Sam lives in Madrid")
+    page.keyboard.press("Enter")
+    sync_api.expect(card(page, mid).locator(".text")).to_have_text("Sam lives in Madrid")
+    assert panel.get("keys", mid).content == "Sam lives in Madrid"
+    card(page, mid).focus()
+    page.keyboard.press("Delete")
+    card(page, mid).wait_for(state="detached")
+    assert panel.get("keys", mid).deleted
 
 
 def test_screenshots_for_the_readme(page: Any, panel: Panel) -> None:

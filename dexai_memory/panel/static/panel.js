@@ -112,6 +112,7 @@
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null || v === false) continue;
       if (k === "class") node.className = v;
+      else if (k === "style") node.style.cssText = v;  // CSSOM: allowed by the page's CSP
       else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
       else node.setAttribute(k, v === true ? "" : v);
     }
