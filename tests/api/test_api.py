@@ -280,3 +280,20 @@ def test_the_data_is_in_the_database(api: Api) -> None:
 
     stored = asyncio.run(read())
     assert stored.content == "Sam lives in Lisbon" and stored.pinned
+
+
+async def test_an_app_over_a_started_provider_leaves_it_open(tmp_path: Path) -> None:
+    """The daemon (or any host with a provider already started) can serve the same app."""
+    import httpx
+
+    from dexai_memory.api.app import build_app
+
+    async with NativeProvider(tmp_path / "m.db", embedder=None) as p:
+        await p.add(Memory(content="Sam lives in Lisbon", user_id=USER))
+        app = build_app(load_settings(), USER, "tok", provider=p)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+                response = await client.get("/api/facts", headers={"Authorization": "Bearer tok"})
+        assert response.status_code == 200 and response.json()["count"] == 1
+        assert await p.count(user_id=USER) == 1  # still open after the app stopped
