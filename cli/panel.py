@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import webbrowser
 
 import click
@@ -26,29 +27,51 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
     --no-open. The API lives under /api/ (schema: /api/openapi.json) and
     answers 401 without 'Authorization: Bearer <token>'; the token is kept in
     <home>/api-token (mode 0600). --user is the default user of every request.
+
+    When a daemon (`dexai daemon`) already serves the API (daemon.api_port)
+    for the same user ($DEXAI_MEMORY_USER or $USER), its URL is printed and
+    opened instead of starting a second server.
     """
     from dexai_memory.api.app import build_app
     from dexai_memory.api.auth import load_token
-    from dexai_memory.api.server import bind, panel_url, serve
+    from dexai_memory.api.server import bind, panel_url, running_port, serve
 
     ensure_home(ctx.settings.home)
     try:
         token = load_token(ctx.settings.home)
-        sock = bind(port)
     except DexaiMemoryError as exc:
         fail(str(exc))
+    served = running_port(ctx.settings.home, token, ctx.user)
+    if served is not None:
+        _open_daemons(panel_url(served, token), no_open)
+        return
+    try:
+        sock = bind(port)
     except OSError as exc:
         fail(f"cannot listen on 127.0.0.1:{port}: {os_error_message(exc)} (try --port 0)")
     url = panel_url(sock.getsockname()[1], token)
-    click.echo(url)
-    sys.stdout.flush()
     click.echo(f"Serving the memory panel of {ctx.user} (Ctrl+C stops it).", err=True)
-    if not no_open:
-        webbrowser.open(url)
-    app = build_app(ctx.settings, ctx.user, token)
     try:
-        asyncio.run(serve(app, sock))
+        click.echo(url)
+        sys.stdout.flush()
+        if not no_open:
+            webbrowser.open(url)
+        asyncio.run(serve(build_app(ctx.settings, ctx.user, token), sock))
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
+
+
+def _open_daemons(url: str, no_open: bool) -> None:
+    """The daemon serves the panel: print its URL, open it, wait for Ctrl+C."""
+    click.echo("The running daemon serves the memory panel (Ctrl+C leaves it running).", err=True)
+    try:
+        click.echo(url)
+        sys.stdout.flush()
+        if not no_open:
+            webbrowser.open(url)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass

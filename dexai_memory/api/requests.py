@@ -9,6 +9,7 @@ looks in every answer (its fields and its ``category``).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,11 @@ class ApiState:
     provider: MemoryProvider
     settings: Settings
     user_id: str
+
+
+def default_user() -> str:
+    """``$DEXAI_MEMORY_USER``, else the login name, else 'default' (as the CLI and the hooks)."""
+    return os.environ.get("DEXAI_MEMORY_USER") or os.environ.get("USER") or "default"
 
 
 def state(request: Request) -> ApiState:
