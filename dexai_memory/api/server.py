@@ -43,8 +43,11 @@ START_TIMEOUT = 10.0
 def bind(port: int = DEFAULT_PORT) -> socket.socket:
     """A listening TCP socket on 127.0.0.1:``port`` (0 = any free port). Raises :class:`OSError`
     when the port is taken."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP: asyncio then sets TCP_NODELAY on every accepted connection (it checks the
+    # proto); with proto 0 each keep-alive answer waited ~40 ms for a delayed ACK (Nagle)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((HOST, port))
         sock.listen(128)
