@@ -4,7 +4,8 @@ Each translates a request to the function the CLI calls: ``remember``
 (:func:`dexai_memory.agent_tools.tools.remember`, through supersession, the
 pin limit included), :func:`dexai_memory.lifecycle.editing.edit`,
 :func:`dexai_memory.lifecycle.pins.pin`, the provider's ``delete`` /
-``restore`` / ``search`` and :func:`dexai_memory.providers.history.history`.
+``restore`` / ``search``, :func:`dexai_memory.providers.history.history` and
+:func:`dexai_memory.lifecycle.closing.close` (``done`` / ``cancel``).
 Docstrings below ``---`` are the OpenAPI operations (:mod:`.app` publishes them).
 """
 
@@ -19,6 +20,7 @@ from starlette.routing import Route
 from ..agent_tools.classify import category_changes, guess_category
 from ..agent_tools.tools import Category, RememberStatus, facts_by_category, remember
 from ..errors import MemoryNotFound
+from ..lifecycle.closing import close
 from ..lifecycle.editing import edit
 from ..lifecycle.pins import pin, pinned_count
 from ..models import MANUAL_CONFIDENCE, SearchFilters
@@ -312,6 +314,28 @@ async def unpin_memory(request: Request) -> JSONResponse:
     return JSONResponse(memory_json(m))
 
 
+async def close_memory(request: Request) -> JSONResponse:
+    """Mark a commitment or goal done or cancelled, as `dexai memory done|cancel`: it leaves the
+    persistent context and "Coming up" (kept in its history).
+    ---
+    summary: Mark a commitment or goal done (/done) or cancelled (/cancel)
+    requestBody:
+      content:
+        application/json:
+          schema: {type: object, properties: {reason: {type: string}}}
+    responses:
+      200: {description: the closed Memory}
+      400: {description: not a commitment or goal}
+      404: {description: no such memory for this user}
+    """
+    api = state(request)
+    data = await body(request, required=False)
+    status = "done" if request.url.path.endswith("/done") else "cancelled"
+    m = await close(api.provider, request.path_params["id"], user_id=user_of(request, data), status=status,
+                    reason=text(data, "reason") or f"marked {status} in the panel")
+    return JSONResponse(memory_json(m))
+
+
 async def memory_history(request: Request) -> JSONResponse:
     """The supersession chain through a memory, oldest first, with every decision and its reason.
     ---
@@ -340,4 +364,6 @@ ROUTES = [
     Route("/api/memories/{id}/pin", pin_memory, methods=["POST"]),
     Route("/api/memories/{id}/unpin", unpin_memory, methods=["POST"]),
     Route("/api/memories/{id}/history", memory_history, methods=["GET"]),
+    Route("/api/memories/{id}/done", close_memory, methods=["POST"]),
+    Route("/api/memories/{id}/cancel", close_memory, methods=["POST"]),
 ]

@@ -137,6 +137,19 @@ def test_forget_restore_bulk_and_hard(api: Api) -> None:
     api.call("DELETE", f"/api/memories/{c}", expect=404)
 
 
+def test_goals_and_commitments_close_done_or_cancelled(api: Api) -> None:
+    goal = api.add("My goal this quarter is to ship the memory panel")
+    fact = api.add("Sam lives in Lisbon")
+    assert goal["category"] == "goal"
+    done = api.post(f"/api/memories/{goal['id']}/done", {"reason": "shipped"})
+    assert done["metadata"]["commitment"]["status"] == "done" and done["valid_until"] is not None
+    assert api.get(f"/api/memories/{goal['id']}/history")["chain"][-1]["events"][-1]["action"] == "DONE"
+    assert "goal" not in api.get("/api/facts")["categories"]
+    assert "not a commitment" in api.post(f"/api/memories/{fact['id']}/cancel", expect=400)["error"]
+    other = api.add("My goal this quarter is to learn Rust")
+    assert api.post(f"/api/memories/{other['id']}/cancel")["metadata"]["commitment"]["status"] == "cancelled"
+
+
 def test_clear_needs_the_exact_count_and_undo_brings_everything_back(api: Api) -> None:
     for text in ("Sam lives in Lisbon", "Sam works at Acme", "Sam owns a cat"):
         api.add(text)
@@ -256,7 +269,7 @@ def test_another_users_id_sees_nothing_of_this_user(api: Api) -> None:
     for method, path in (("GET", f"/api/memories/{m}"), ("GET", f"/api/memories/{m}/history"),
                          ("PATCH", f"/api/memories/{m}"), ("DELETE", f"/api/memories/{m}"),
                          ("POST", f"/api/memories/{m}/pin"), ("POST", f"/api/memories/{m}/unpin"),
-                         ("POST", f"/api/memories/{m}/restore")):
+                         ("POST", f"/api/memories/{m}/restore"), ("POST", f"/api/memories/{m}/done")):
         api.call(method, path, 404, params=q, json={"content": "Bob was here"})
     assert api.post("/api/memories/forget", {"ids": [m], "user_id": OTHER})["missing"] == [m]
     [row] = api.get("/api/conflicts")["conflicts"]

@@ -157,6 +157,17 @@ def test_add_from_the_composer_auto_classified(page: Any, panel: Panel) -> None:
     [m] = panel.current("add")
     assert (m.content, m.metadata["category"], m.confidence) == ("I prefer dark mode in every editor", "preference", 0.6)
     assert page.locator("#toast-text").inner_text().startswith("Remembered (Preference)")
+    page.get_by_label("Remember something").fill("My goal this quarter is to ship the memory panel")
+    page.keyboard.press("Enter")
+    goal = page.locator('.group[data-category="goal"] .card')
+    goal.wait_for()
+    goal.hover()
+    goal.get_by_role("button", name="Mark done: My goal this quarter is to ship the memory panel").click()
+    goal.wait_for(state="detached")
+    [closed] = [m for m in panel.store(lambda p: p.list(user_id="add", filters=SearchFilters(valid_only=False)))
+                if m.metadata.get("category") == "goal"]
+    assert closed.metadata["commitment"]["status"] == "done"
+    assert [m.content for m in panel.current("add")] == ["I prefer dark mode in every editor"]
 
 
 def test_inline_edit_enter_saves_and_escape_cancels(page: Any, panel: Panel) -> None:

@@ -33,6 +33,7 @@
     pin: SVG + '<path d="M9 3h6l-1 6 3 3v2H7v-2l3-3z"/><path d="M12 14v7"/></svg>',
     history: SVG + '<circle cx="12" cy="12" r="9"/><path d="M12 7v5l3 2"/></svg>',
     remove: SVG + '<path d="M6 6l12 12M18 6L6 18"/></svg>',
+    done: SVG + '<path d="M5 12l5 5L20 7"/></svg>',
   };
   function icon(name) {
     const span = document.createElement("span");
@@ -235,6 +236,10 @@
         "aria-label": (m.pinned ? "Unpin " : "Pin ") + m.content, title: m.pinned ? "Unpin" : "Pin (at most " + state.facts.max_pins + ")",
         onclick: () => togglePin(m),
       }, icon("pin")),
+      isOpenCommitment(m) ? el("button", {
+        type: "button", class: "icon done", "aria-label": "Mark done: " + m.content, title: "Mark done",
+        onclick: () => markDone(m),
+      }, icon("done")) : null,
       el("button", {
         type: "button", class: "icon history-button", "aria-expanded": String(state.openHistory.has(m.id)),
         "aria-label": "History of " + m.content, title: "History", onclick: () => toggleHistory(m),
@@ -316,6 +321,20 @@
       await api("POST", "/api/memories/" + encodeURIComponent(m.id) + (m.pinned ? "/unpin" : "/pin"));
       await load();
       pulse(m.id);
+    });
+  }
+
+  function isOpenCommitment(m) {
+    const info = m.metadata && m.metadata.commitment;
+    return (m.type === "COMMITMENT" || (info && typeof info === "object")) &&
+      !(info && (info.status === "done" || info.status === "cancelled"));
+  }
+
+  function markDone(m) {
+    guarded(async () => {
+      await api("POST", "/api/memories/" + encodeURIComponent(m.id) + "/done");
+      await load();
+      toast("Marked done: " + m.content, null);
     });
   }
 
