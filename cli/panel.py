@@ -26,11 +26,12 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
     (http://127.0.0.1:PORT/?token=...); a browser opens on it unless
     --no-open. The API lives under /api/ (schema: /api/openapi.json) and
     answers 401 without 'Authorization: Bearer <token>'; the token is kept in
-    <home>/api-token (mode 0600). --user is the default user of every request.
+    <home>/api-token (mode 0600). --user is the default user of every request,
+    --project its default project (none: every project).
 
     When a daemon (`dexai daemon`) already serves the API (daemon.api_port)
-    for the same user ($DEXAI_MEMORY_USER or $USER), its URL is printed and
-    opened instead of starting a second server.
+    for the same user ($DEXAI_MEMORY_USER or $USER) and no --project, its URL
+    is printed and opened instead of starting a second server.
     """
     from dexai_memory.api.app import build_app
     from dexai_memory.api.auth import load_token
@@ -41,7 +42,7 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
         token = load_token(ctx.settings.home)
     except DexaiMemoryError as exc:
         fail(str(exc))
-    served = running_port(ctx.settings.home, token, ctx.user)
+    served = None if ctx.project else running_port(ctx.settings.home, token, ctx.user)
     if served is not None:
         _open_daemons(panel_url(served, token), no_open)
         return
@@ -56,7 +57,7 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
         sys.stdout.flush()
         if not no_open:
             webbrowser.open(url)
-        asyncio.run(serve(build_app(ctx.settings, ctx.user, token), sock))
+        asyncio.run(serve(build_app(ctx.settings, ctx.user, token, project=ctx.project), sock))
     except KeyboardInterrupt:
         pass
     finally:

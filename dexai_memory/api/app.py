@@ -109,8 +109,10 @@ async def index(_request: Request) -> Response:
     return FileResponse(panel.static_dir() / "index.html", headers=PAGE_HEADERS)
 
 
-def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryProvider | None = None) -> Starlette:
-    """The API and the panel for ``user_id`` (the default of every request's ``user_id``).
+def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryProvider | None = None,
+              project: str | None = None) -> Starlette:
+    """The API and the panel for ``user_id`` (the default of every request's ``user_id``) and
+    ``project`` (the default of every request's ``project``; None = every project).
 
     Without ``provider`` the configured one is made (:func:`dexai_memory.providers.make_provider`),
     started with the app and closed with it.
@@ -119,7 +121,7 @@ def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryP
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if provider is not None:
-            app.state.api = ApiState(provider, settings, user_id)
+            app.state.api = ApiState(provider, settings, user_id, project)
             yield
             return
         from ..config import ensure_home
@@ -127,7 +129,7 @@ def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryP
 
         ensure_home(settings.home)
         async with make_provider(settings) as started:
-            app.state.api = ApiState(started, settings, user_id)
+            app.state.api = ApiState(started, settings, user_id, project)
             yield
 
     routes: list[Any] = [

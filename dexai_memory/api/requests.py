@@ -39,6 +39,8 @@ class ApiState:
     provider: MemoryProvider
     settings: Settings
     user_id: str
+    #: The default ``project`` of every request (None = every project).
+    project: str | None = None
 
 
 def default_user() -> str:
@@ -144,10 +146,10 @@ def user_of(request: Request, data: dict[str, Any] | None = None) -> str:
 
 
 def project_of(request: Request, data: dict[str, Any] | None = None) -> str | None:
-    """``project`` of the body, else of the query; None = every project."""
+    """``project`` of the body, else of the query, else the panel's (``--project``); None = every project."""
     value = (data or {}).get("project", request.query_params.get("project"))
     if value is None or value == "":
-        return None
+        return state(request).project
     if not isinstance(value, str):
         raise BadRequest("'project' must be a string")
     return value

@@ -310,3 +310,19 @@ async def test_an_app_over_a_started_provider_leaves_it_open(tmp_path: Path) -> 
                 response = await client.get("/api/facts", headers={"Authorization": "Bearer tok"})
         assert response.status_code == 200 and response.json()["count"] == 1
         assert await p.count(user_id=USER) == 1  # still open after the app stopped
+
+
+def test_the_panels_project_is_the_default_scope(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from dexai_memory.api.app import build_app
+
+    app = build_app(load_settings(), USER, "tok", project="shop")
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        h = {"Authorization": "Bearer tok"}
+        added = client.post("/api/memories", json={"content": "The orders service runs on port 8443"}, headers=h)
+        assert added.json()["memory"]["project"] == "shop"
+        client.post("/api/memories", json={"content": "Sam lives in Lisbon", "project": "home"}, headers=h)
+        assert client.get("/api/facts", headers=h).json()["count"] == 1
+        assert client.get("/api/facts", params={"project": "home"}, headers=h).json()["count"] == 1
+        assert client.get("/api/clear", headers=h).json() == {"count": 1, "user_id": USER, "project": "shop"}
