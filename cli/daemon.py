@@ -66,7 +66,7 @@ async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    daemon = MemoryDaemon(settings, serve_socket=True, schedule=schedule)
+    daemon = MemoryDaemon(settings, serve_socket=True, schedule=schedule, serve_api=True)
 
     async def shutdown(req: dict[str, Any]) -> dict[str, Any]:
         logging.getLogger("dexai_memory.daemon").info("shutdown requested (%s)", req.get("reason") or "?")

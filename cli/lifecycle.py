@@ -15,7 +15,7 @@ def _clip(text: str, width: int = 90) -> str:
 
 
 async def _consolidate(ctx: Context, *, dry_run: bool, all_users: bool, cleanup_too: bool) -> list[dict[str, Any]]:
-    from dexai_memory.consolidation import cleanup, consolidate, known_users
+    from dexai_memory.consolidation import consolidate_user, known_users
     from dexai_memory.extraction.factory import make_summarizer
     from dexai_memory.providers import make_provider
 
@@ -26,12 +26,8 @@ async def _consolidate(ctx: Context, *, dry_run: bool, all_users: bool, cleanup_
         users = await known_users(provider) if all_users else [ctx.user]
         with progress(len(users), "consolidate", enabled=not ctx.json) as update:
             for user in users:
-                row: dict[str, Any] = {"user_id": user, "dry_run": dry_run}
-                if cleanup_too:
-                    row["cleanup"] = (await cleanup(provider, user, ctx.settings, dry_run=dry_run)).to_dict()
-                row["consolidation"] = (await consolidate(provider, user, ctx.settings, summarizer,
-                                                          dry_run=dry_run)).to_dict()
-                out.append(row)
+                out.append(await consolidate_user(provider, user, ctx.settings, dry_run=dry_run,
+                                                  cleanup_too=cleanup_too, summarizer=summarizer))
                 update(1)
     return out
 

@@ -15,6 +15,7 @@ COMMANDS = {
     "demo": "dexai_memory.cli.demo:demo",
     "bench": "dexai_memory.cli.bench:bench",
     "sessions": "dexai_memory.cli.sessions:sessions",
+    "panel": "dexai_memory.cli.panel:panel",
 }
 
 
@@ -29,6 +30,7 @@ def cli() -> None:
       dexai memory add "I prefer tea"  store a memory
       dexai memory search "drinks"     find it again
       dexai memory doctor              check config, database, sqlite-vec and embedder
+      dexai panel                      see and edit what is remembered, in a browser
     """
 
 

@@ -177,22 +177,11 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
         fail("nothing to change: give --content, --type, --importance, --confidence, --tier or --set")
 
     async def go(p: MemoryProvider) -> Memory:
-        from dexai_memory.models import MemoryEvent, utcnow
+        from dexai_memory.lifecycle.editing import edit as edit_memory
+        from dexai_memory.lifecycle.editing import parse_settings
 
-        before = await p.get(memory_id, user_id=ctx.user)
-        if meta:
-            md = dict(before.metadata)
-            for item in meta:
-                key, sep, value = item.partition("=")
-                if not sep or not key:
-                    raise InvalidMemory(f"--set expects KEY=VALUE, got {item!r}")
-                md[key] = value
-            changes["metadata"] = md
-        after = await p.update(memory_id, user_id=ctx.user, **changes)
-        await p.record_event(MemoryEvent(memory_id, "EDIT", "edited by hand", utcnow(),
-                                         details={k: str(v) for k, v in changes.items() if k != "metadata"}),
-                             user_id=ctx.user)
-        return after
+        return await edit_memory(p, memory_id, user_id=ctx.user, changes=changes,
+                                 metadata=parse_settings(meta) if meta else None)
 
     m = with_provider(ctx, go)
     ctx.emit(m.to_dict(), f"Updated {m.id}: {m.content}")

@@ -265,6 +265,9 @@ class DaemonConfig:
     #: Minutes without hook traffic (and with an empty queue) after which a daemon started by
     #: the hooks or ``dexai daemon start`` exits; 0 = never.
     idle_exit_minutes: float = field(default=30.0, metadata=_check(0.0, 10_080.0))
+    #: Port on 127.0.0.1 where ``dexai daemon`` serves the local API and the panel (the same as
+    #: ``dexai panel``, which then opens it); 0 = the daemon serves none.
+    api_port: int = field(default=8765, metadata=_check(0, 65_535))
 
 
 @dataclass(frozen=True)

@@ -241,3 +241,22 @@ async def known_users(provider: MemoryProvider) -> list[str]:
     if users is None:
         return []
     return list(await users())
+
+
+async def consolidate_user(provider: MemoryProvider, user_id: str, settings: Settings, *, dry_run: bool = False,
+                           cleanup_too: bool = True, summarizer: Summarizer | None = None) -> dict[str, Any]:
+    """The cold path on demand for one user, as ``dexai memory consolidate`` and ``POST
+    /api/consolidate`` run it: the retention :func:`cleanup` (unless ``cleanup_too`` is False),
+    then :func:`consolidate` with the configured summarizer (none in a dry run).
+
+    Returns ``{"user_id", "dry_run", "cleanup"?, "consolidation"}`` with each report as a dict.
+    """
+    if summarizer is None and not dry_run:
+        from .extraction.factory import make_summarizer
+
+        summarizer = make_summarizer(settings)
+    row: dict[str, Any] = {"user_id": user_id, "dry_run": dry_run}
+    if cleanup_too:
+        row["cleanup"] = (await cleanup(provider, user_id, settings, dry_run=dry_run)).to_dict()
+    row["consolidation"] = (await consolidate(provider, user_id, settings, summarizer, dry_run=dry_run)).to_dict()
+    return row

@@ -15,6 +15,9 @@ work itself):
   health, queue depth, batch latency, dead letters;
 * an :class:`~dexai_memory.ipc.IpcServer` on ``settings.socket_path`` when
   ``serve_socket`` is true (``dexai daemon``), for command hooks.
+* the local HTTP API and the panel (:class:`~dexai_memory.api.server.ApiServer`)
+  on 127.0.0.1:``daemon.api_port`` when ``serve_api`` is true (``dexai daemon``),
+  over the daemon's provider.
 
 Use it inside your own event loop::
 
@@ -37,6 +40,7 @@ import asyncio
 import collections
 import contextlib
 import enum
+import importlib
 import logging
 import os
 import time
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
     from apscheduler.triggers.base import BaseTrigger
 
+    from .api.server import ApiServer
     from .capture.gate import Gate, GateResult
     from .config import ConsolidationConfig, Settings
     from .consolidation import Summarizer
@@ -115,7 +120,7 @@ class MemoryDaemon:
     def __init__(self, settings: Settings, provider: MemoryProvider | None = None, *,
                  extractor: Extractor | None = None, gate: Gate | None = None,
                  classifier: UpdateClassifier | None = None, summarizer: Summarizer | None = None,
-                 serve_socket: bool = False, schedule: bool = True):
+                 serve_socket: bool = False, schedule: bool = True, serve_api: bool = False):
         self.settings = settings
         self._provider = provider
         self._owns_provider = provider is None
@@ -124,6 +129,11 @@ class MemoryDaemon:
         self._classifier = classifier
         self._summarizer = summarizer
         self.serve_socket = serve_socket
+        self.serve_api = serve_api
+        #: The local API server while it runs (``serve_api`` and ``daemon.api_port`` set).
+        self.api: ApiServer | None = None
+        #: Set once the API server started, or failed to (``serve_api``).
+        self.api_ready = asyncio.Event()
         self.schedule = schedule
         self.state = DaemonState.CREATED
         self.queue = ExtractionQueue.from_settings(settings)
@@ -201,6 +211,20 @@ class MemoryDaemon:
             self._start_scheduler()
         if self.serve_socket:
             await self.ipc.start()
+        if self.serve_api and self.settings.daemon.api_port:
+            async def serve_api() -> None:
+                try:  # after start() returns; its imports (~0.5 s) in a thread, off the event loop
+                    await asyncio.to_thread(importlib.import_module, "dexai_memory.api.app")
+                    from .api.requests import default_user
+                    from .api.server import ApiServer
+
+                    api = ApiServer(self.settings, provider, default_user())
+                    if await api.start(self.settings.daemon.api_port):
+                        self.api = api
+                finally:
+                    self.api_ready.set()
+
+            self._spawn(serve_api(), name="api-start")
 
     async def _claim_queue(self) -> None:
         """Become the queue's consumer. A hook extracting inline holds it for a few seconds at
@@ -247,6 +271,9 @@ class MemoryDaemon:
                 done, pending = await asyncio.wait(tasks, timeout=CANCEL_TIMEOUT)
                 for task in pending:
                     logger.error("background task %s did not stop within %ss", task.get_name(), CANCEL_TIMEOUT)
+            if self.api is not None:  # after its start task is done: the provider outlives it
+                await self.api.aclose()
+                self.api = None
             self.queue.close()
             if self._owns_provider and self._provider is not None:
                 await self._provider.aclose()

@@ -46,6 +46,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("capture",),                                                   # admit, gate, queue
     ("pipeline",),                                                  # queue -> extraction -> supersession -> store
     ("consolidation", "api_compaction", "agent_tools", "backup", "sessions"),  # services on top of the store
+    ("panel",),                                                     # the panel's static files
+    ("api",),                                                       # the local HTTP API over the services
     ("daemon", "daemon_control"),                                   # the daemon and its control
     ("hooks",),                                                     # the agent's front end
     ("mcp_server", "hook_runtime"),                                 # entry points

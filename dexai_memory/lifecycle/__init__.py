@@ -7,6 +7,8 @@
   message on the next one.
 - :mod:`.clear`: ``dexai memory clear`` (every memory of a user, soft) and
   ``dexai memory undo`` within ``lifecycle.undo_minutes``.
+- :mod:`.editing`: an edit by hand, logged as ``EDIT`` (``dexai memory edit``,
+  the panel and the local API).
 
 Confidence rules live on the data model (:mod:`dexai_memory.models`:
 :data:`~dexai_memory.models.MANUAL_CONFIDENCE`,

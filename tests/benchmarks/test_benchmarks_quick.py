@@ -116,6 +116,16 @@ def test_latency_bench_quick(tmp_path: Path) -> None:
     assert "MISSING" in data["_stdout"]  # the hook figures: no hook_bench result in this directory
 
 
+@pytest.mark.slow
+def test_panel_bench_quick(tmp_path: Path) -> None:
+    data = run_quick("panel_bench", tmp_path)
+    assert data["benchmark"] == "panel" and data["params"]["sizes"] == [150]
+    endpoints = data["results"]["150"]
+    assert set(endpoints) == {"facts", "search", "assemble", "edit", "pin+unpin", "history", "conflicts"}
+    assert all(e["n"] >= 10 and 0 < e["p50_ms"] <= e["p95_ms"] for e in endpoints.values())
+    assert nonneg(data["summary"]["assemble_p95_ms_150"]) and "Local API latency" in data["_stdout"]
+
+
 def test_bench_command_lists_and_rejects_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     assert find_repo_root() == REPO

@@ -1,0 +1,78 @@
+"""``dexai panel``: the memory panel and the local API, on 127.0.0.1, until interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import webbrowser
+
+import click
+
+from dexai_memory.cli.common import Context, common_options, fail, os_error_message
+from dexai_memory.config import ensure_home
+from dexai_memory.errors import DexaiMemoryError
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port on 127.0.0.1 (0 = any free port).")
+@click.option("--no-open", is_flag=True, help="Do not open a browser.")
+@common_options
+def panel(port: int, no_open: bool, ctx: Context) -> None:
+    """Serve the memory panel and the local API on 127.0.0.1 until interrupted (Ctrl+C).
+
+    The first line printed is the panel's URL with the API token
+    (http://127.0.0.1:PORT/?token=...); a browser opens on it unless
+    --no-open. The API lives under /api/ (schema: /api/openapi.json) and
+    answers 401 without 'Authorization: Bearer <token>'; the token is kept in
+    <home>/api-token (mode 0600). --user is the default user of every request,
+    --project its default project (none: every project).
+
+    When a daemon (`dexai daemon`) already serves the API (daemon.api_port)
+    for the same user ($DEXAI_MEMORY_USER or $USER) and no --project, its URL
+    is printed and opened instead of starting a second server.
+    """
+    from dexai_memory.api.app import build_app
+    from dexai_memory.api.auth import load_token
+    from dexai_memory.api.server import bind, panel_url, running_port, serve
+
+    ensure_home(ctx.settings.home)
+    try:
+        token = load_token(ctx.settings.home)
+    except DexaiMemoryError as exc:
+        fail(str(exc))
+    served = None if ctx.project else running_port(ctx.settings.home, token, ctx.user)
+    if served is not None:
+        _open_daemons(panel_url(served, token), no_open)
+        return
+    try:
+        sock = bind(port)
+    except OSError as exc:
+        fail(f"cannot listen on 127.0.0.1:{port}: {os_error_message(exc)} (try --port 0)")
+    url = panel_url(sock.getsockname()[1], token)
+    click.echo(f"Serving the memory panel of {ctx.user} (Ctrl+C stops it).", err=True)
+    try:
+        click.echo(url)
+        sys.stdout.flush()
+        if not no_open:
+            webbrowser.open(url)
+        asyncio.run(serve(build_app(ctx.settings, ctx.user, token, project=ctx.project), sock))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+
+
+def _open_daemons(url: str, no_open: bool) -> None:
+    """The daemon serves the panel: print its URL, open it, wait for Ctrl+C."""
+    click.echo("The running daemon serves the memory panel (Ctrl+C leaves it running).", err=True)
+    try:
+        click.echo(url)
+        sys.stdout.flush()
+        if not no_open:
+            webbrowser.open(url)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
