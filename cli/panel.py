@@ -10,7 +10,7 @@ import webbrowser
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, os_error_message
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 from dexai_memory.errors import DexaiMemoryError
 
 

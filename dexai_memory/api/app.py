@@ -124,7 +124,7 @@ def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryP
             app.state.api = ApiState(provider, settings, user_id, project)
             yield
             return
-        from ..config import ensure_home
+        from ..datadir import ensure_home
         from ..providers import make_provider
 
         ensure_home(settings.home)
