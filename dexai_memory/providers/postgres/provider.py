@@ -38,7 +38,6 @@ from ...models import (
     HealthStatus,
     Memory,
     MemoryEvent,
-    MemoryType,
     SearchFilters,
     SearchResult,
     UpdateAction,
@@ -46,7 +45,8 @@ from ...models import (
     utcnow,
 )
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
-from . import migrations, vectors
+from . import migrations
+from .database import Database
 from .schema import (
     COLUMNS,
     INSERT_COLUMNS,
@@ -54,15 +54,13 @@ from .schema import (
     list_query,
     memory_params,
     row_to_memory,
-    vector_literal,
     where_clause,
 )
 from .search import results, search_sql
+from .vectors import Vectors
 
 if TYPE_CHECKING:
     import numpy as np
-    import psycopg
-    from psycopg_pool import AsyncConnectionPool
 
 logger = logging.getLogger(__name__)
 
@@ -78,19 +76,6 @@ def import_psycopg() -> None:
         raise MissingExtra(f"the postgres provider needs psycopg 3 and psycopg_pool: {INSTALL_HINT}") from exc
 
 
-def redact(dsn: str) -> str:
-    """``dsn`` with its password replaced by ``***`` (for messages; the DSN itself is never logged)."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-        parts = conninfo_to_dict(dsn)
-    except Exception:  # an unparsable DSN: say nothing of it
-        return "<unparsable connection string>"
-    if parts.get("password"):
-        parts["password"] = "***"
-    return make_conninfo(**{k: v for k, v in parts.items() if v is not None})
-
-
 class PostgresProvider(MemoryProvider):
     """PostgreSQL + pgvector provider. Use ``async with PostgresProvider(dsn, embedder=...)``."""
 
@@ -104,18 +89,14 @@ class PostgresProvider(MemoryProvider):
         if not dsn:
             raise ProviderUnavailable("no postgres connection string: set $DEXAI_POSTGRES_DSN "
                                       "(or postgres.dsn_env)")
-        self._dsn = dsn  # private: may hold a password, never logged (see redact)
         self.embedder = embedder
         self.search_config = search or SearchConfig()
         self.schema = schema
-        self.pool_size = pool_size
-        self.statement_timeout_seconds = statement_timeout_seconds
-        self.connect_timeout_seconds = connect_timeout_seconds
-        self.ef_search = ef_search
-        #: Whether the stored vectors are the embedder's (vector search on).
-        self.vectors_ready = False
-        self._pool: AsyncConnectionPool | None = None
-        self._defer_depth = 0
+        #: The server and the pool (the DSN stays private to it: it may hold a password).
+        self.database = Database(dsn, schema=schema, pool_size=pool_size,
+                                 statement_timeout_seconds=statement_timeout_seconds,
+                                 connect_timeout_seconds=connect_timeout_seconds, ef_search=ef_search)
+        self.vectors = Vectors(self.database, embedder, embed_transcripts=self.search_config.embed_transcripts)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PostgresProvider:
@@ -127,138 +108,49 @@ class PostgresProvider(MemoryProvider):
                    connect_timeout_seconds=pg.connect_timeout_seconds, ef_search=pg.ef_search)
 
     def __repr__(self) -> str:
-        return f"PostgresProvider({redact(self._dsn)!r}, schema={self.schema!r})"
+        return f"PostgresProvider({self.database.server!r}, schema={self.schema!r})"
 
     # ------------------------------------------------------------------ lifecycle
-    def _search_path(self, extension_schema: str | None) -> str:
-        """Our schema first, then the one pgvector lives in (its ``vector`` type and operators)."""
-        names = dict.fromkeys((self.schema, extension_schema or "public", "public"))
-        return ",".join('"' + n.replace('"', '""') + '"' for n in names)
-
-    def _options(self, extension_schema: str | None) -> str:
-        return (f"-c search_path={self._search_path(extension_schema)} "
-                f"-c statement_timeout={int(self.statement_timeout_seconds * 1000)}")
-
+    # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        if self._pool is not None:
+        if self.database.is_open:
             return
         import_psycopg()
-        import psycopg
-        from psycopg_pool import AsyncConnectionPool
-
-        timeout = max(1, round(self.connect_timeout_seconds))
-        try:
-            async with await psycopg.AsyncConnection.connect(
-                    self._dsn, connect_timeout=timeout, options=self._options(None)) as conn:
-                await migrations.migrate(conn, self.schema)
-                ext = await migrations.extension_schema(conn)
-                options = self._options(ext)
-                await conn.execute(f"SET search_path = {self._search_path(ext)}")  # type: ignore[arg-type]
-                self.vectors_ready = await vectors.setup(conn, self.embedder)
-        except psycopg.OperationalError as exc:
-            raise ProviderUnavailable(f"cannot reach postgres at {redact(self._dsn)}: {exc}") from exc
-
-        async def configure(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute(f"SET hnsw.ef_search = {int(self.ef_search)}")
-            await conn.commit()
-
-        pool = AsyncConnectionPool(self._dsn, min_size=1, max_size=self.pool_size, open=False,
-                                   timeout=self.connect_timeout_seconds, configure=configure,
-                                   check=AsyncConnectionPool.check_connection,
-                                   kwargs={"connect_timeout": timeout, "options": options, "autocommit": True},
-                                   name="dexai-memory")
-        await pool.open()
-        self._pool = pool
+        await self.database.open()
+        await self.vectors.setup()
 
     async def aclose(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self.database.close()
 
-    @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        """A pooled connection (autocommit), with psycopg errors translated to ours."""
-        import psycopg
-        from psycopg_pool import PoolTimeout
-
-        if self._pool is None:
-            raise ProviderError("the postgres provider is not started: use 'async with provider:'")
-        try:
-            async with self._pool.connection() as conn:
-                yield conn
-        except psycopg.errors.UniqueViolation as exc:
-            raise InvalidMemory(f"a memory with that id already exists: {exc.diag.message_detail or exc}") from exc
-        except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise ProviderUnavailable(f"postgres unavailable: {exc}") from exc
-        except psycopg.Error as exc:
-            raise ProviderError(f"postgres error: {exc}") from exc
-
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
-        async with self.connection() as conn:
-            cur = await conn.execute(sql, params)  # type: ignore[arg-type]  # built from our own fragments
-            return await cur.fetchall()
+    @property
+    def vectors_ready(self) -> bool:
+        """Whether the stored vectors are the embedder's (vector search on)."""
+        return self.vectors.ready
 
     # ------------------------------------------------------------------ vectors
-    def _embeds(self, memory: Memory) -> bool:
-        """Whether ``memory`` gets a vector (``search.embed_transcripts`` off: transcripts are full text only)."""
-        return self.search_config.embed_transcripts or memory.type is not MemoryType.TRANSCRIPT
-
-    async def _vectors_of(self, memories: Sequence[Memory]) -> builtins.list[str | None]:
-        """The vector (pgvector text) of each memory, None for those stored without one."""
-        picks = [i for i, m in enumerate(memories) if self._embeds(m)]
-        out: builtins.list[str | None] = [None] * len(memories)
-        if self.embedder is None or not self.vectors_ready or self._defer_depth or not picks:
-            return out
-        vecs = await self.embedder.aembed_batch([memories[i].content for i in picks])
-        for i, vec in zip(picks, vecs, strict=True):
-            out[i] = vector_literal(vec)
-        return out
-
     @contextlib.asynccontextmanager
     async def deferred_vectors(self) -> AsyncIterator[None]:
         """Inside the block, new memories are stored without a vector; :meth:`fill_vectors` adds them."""
-        self._defer_depth += 1
-        try:
+        async with self.vectors.deferred():
             yield
-        finally:
-            self._defer_depth -= 1
-
-    def _pending_where(self) -> str:
-        excluded = "" if self.search_config.embed_transcripts else f" AND type <> '{MemoryType.TRANSCRIPT.value}'"
-        return f"embedding IS NULL AND NOT deleted{excluded}"
 
     async def pending_vectors(self) -> int:
         """How many memories wait for a vector."""
-        if not self.vectors_ready:
-            return 0
-        rows = await self._fetch(f"SELECT COUNT(*) FROM memories WHERE {self._pending_where()}")
-        return int(rows[0][0])
+        return await self.vectors.pending()
 
     async def fill_vectors(self, *, progress: ProgressCallback | None = None, batch: int = 256,
                            limit: int | None = None) -> int:
         """Embed memories stored without a vector, ``batch`` per statement; returns how many."""
-        if self.embedder is None or not self.vectors_ready:
-            return 0
-        rows = await self._fetch(f"SELECT id, content FROM memories WHERE {self._pending_where()} ORDER BY id"
-                                 + (" LIMIT %s" if limit else ""), (limit,) if limit else ())
-        for start in range(0, len(rows), batch):
-            chunk = rows[start:start + batch]
-            vecs = await self.embedder.aembed_batch([r[1] for r in chunk])
-            async with self.connection() as conn, conn.cursor() as cur:
-                await cur.executemany("UPDATE memories SET embedding = %s::vector WHERE id = %s",
-                                      [(vector_literal(v), r[0]) for r, v in zip(chunk, vecs, strict=True)])
-            if progress:
-                progress(len(chunk))
-        return len(rows)
+        return await self.vectors.fill(progress=progress, batch=batch, limit=limit)
 
     # ------------------------------------------------------------------ writes
     async def _insert(self, memories: Sequence[Memory]) -> None:
-        vecs = await self._vectors_of(memories)
+        vecs = await self.vectors.of(memories)
         cols = ", ".join(INSERT_COLUMNS)
         marks = ", ".join(["%s"] * len(INSERT_COLUMNS))
         rows = [memory_params(m) for m in memories]
         members = sorted({(m.user_id, m.project) for m in memories if m.project})
-        async with self.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        async with self.database.connection() as conn, conn.transaction(), conn.cursor() as cur:
             if self.vectors_ready:
                 await cur.executemany(f"INSERT INTO memories ({cols}, embedding) VALUES ({marks}, %s::vector)",
                                       [(*r, v) for r, v in zip(rows, vecs, strict=True)])
@@ -284,7 +176,7 @@ class PostgresProvider(MemoryProvider):
         return items
 
     async def _own(self, memory_id: str, user_id: str, *, include_deleted: bool = False) -> Memory:
-        rows = await self._fetch(f"SELECT {SELECT} FROM memories m WHERE m.id = %s AND m.user_id = %s",
+        rows = await self.database.fetch(f"SELECT {SELECT} FROM memories m WHERE m.id = %s AND m.user_id = %s",
                                  (memory_id, user_id))
         if not rows or (rows[0][COLUMNS.index("deleted")] and not include_deleted):
             raise MemoryNotFound(f"no memory {memory_id!r} for user {user_id!r}")
@@ -302,11 +194,11 @@ class PostgresProvider(MemoryProvider):
         sets = [f"{c} = %s" for c in cols]
         params = [values[c] for c in cols]
         if "content" in changes and updated.content != current.content and self.vectors_ready:
-            vec = (await self._vectors_of([updated]))[0]
+            vec = (await self.vectors.of([updated]))[0]
             sets.append("embedding = %s::vector")
             params.append(vec)
         members = [(user_id, updated.project)] if updated.project and updated.project != current.project else []
-        async with self.connection() as conn, conn.transaction():
+        async with self.database.connection() as conn, conn.transaction():
             await conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = %s AND user_id = %s",  # type: ignore[arg-type]
                                [*params, memory_id, user_id])
             for member in members:
@@ -315,18 +207,18 @@ class PostgresProvider(MemoryProvider):
         return updated
 
     async def delete(self, memory_id: str, *, user_id: str, hard: bool = False) -> bool:
-        rows = await self._fetch("SELECT deleted FROM memories WHERE id = %s AND user_id = %s", (memory_id, user_id))
+        rows = await self.database.fetch("SELECT deleted FROM memories WHERE id = %s AND user_id = %s", (memory_id, user_id))
         if not rows:
             return False
         if not hard:
             if rows[0][0]:
                 return False
-            await self._fetch("UPDATE memories SET deleted = TRUE, updated_at = %s WHERE id = %s AND user_id = %s "
+            await self.database.fetch("UPDATE memories SET deleted = TRUE, updated_at = %s WHERE id = %s AND user_id = %s "
                               "RETURNING id", (utcnow(), memory_id, user_id))
             await self.record_event(MemoryEvent(memory_id, "FORGET", "soft delete by request", utcnow()),
                                     user_id=user_id)
             return True
-        async with self.connection() as conn, conn.transaction():
+        async with self.database.connection() as conn, conn.transaction():
             cur = await conn.execute("DELETE FROM memories WHERE id = %s AND user_id = %s", (memory_id, user_id))
             await conn.execute("DELETE FROM memory_events WHERE memory_id = %s AND user_id = %s",
                                (memory_id, user_id))
@@ -335,7 +227,7 @@ class PostgresProvider(MemoryProvider):
     async def restore(self, memory_id: str, *, user_id: str) -> Memory:
         """Undo a soft delete (``forget`` without ``--hard``)."""
         await self._own(memory_id, user_id, include_deleted=True)
-        await self._fetch("UPDATE memories SET deleted = FALSE, updated_at = %s WHERE id = %s AND user_id = %s "
+        await self.database.fetch("UPDATE memories SET deleted = FALSE, updated_at = %s WHERE id = %s AND user_id = %s "
                           "RETURNING id", (utcnow(), memory_id, user_id))
         await self.record_event(MemoryEvent(memory_id, "RESTORE", "restored by request", utcnow()), user_id=user_id)
         return await self._own(memory_id, user_id)
@@ -349,7 +241,7 @@ class PostgresProvider(MemoryProvider):
 
         if not events:
             return
-        async with self.connection() as conn, conn.cursor() as cur:
+        async with self.database.connection() as conn, conn.cursor() as cur:
             await cur.executemany(
                 "INSERT INTO memory_events (memory_id, user_id, action, reason, at, related_id, details) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -357,13 +249,13 @@ class PostgresProvider(MemoryProvider):
                   Jsonb(json.loads(json.dumps(dict(e.details), default=str)))) for e in events])
 
     async def events(self, memory_id: str, *, user_id: str) -> builtins.list[MemoryEvent]:
-        rows = await self._fetch("SELECT memory_id, action, reason, at, related_id, details FROM memory_events "
+        rows = await self.database.fetch("SELECT memory_id, action, reason, at, related_id, details FROM memory_events "
                                  "WHERE memory_id = %s AND user_id = %s ORDER BY id", (memory_id, user_id))
         return [MemoryEvent(r[0], r[1], r[2], r[3], r[4], dict(r[5] or {})) for r in rows]
 
     async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
         if memory_ids:
-            await self._fetch("UPDATE memories SET retrieval_count = retrieval_count + 1, last_accessed = %s "
+            await self.database.fetch("UPDATE memories SET retrieval_count = retrieval_count + 1, last_accessed = %s "
                               "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                               (utcnow(), user_id, builtins.list(memory_ids)))
 
@@ -383,7 +275,7 @@ class PostgresProvider(MemoryProvider):
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:
         """One of ``user_id``'s memories, or a project-shared memory of one of its projects."""
-        rows = await self._fetch(
+        rows = await self.database.fetch(
             f"SELECT {SELECT} FROM memories m WHERE m.id = %s AND (m.user_id = %s OR (m.scope = 'project-shared' "
             "AND m.project IN (SELECT project FROM project_members WHERE user_id = %s)))",
             (memory_id, user_id, user_id))
@@ -394,25 +286,25 @@ class PostgresProvider(MemoryProvider):
     async def list(self, *, user_id: str, filters: SearchFilters | None = None, limit: int = 100,
                    offset: int = 0) -> builtins.list[Memory]:
         sql, params = list_query(user_id, filters or SearchFilters(), limit=limit, offset=offset)
-        return [row_to_memory(r) for r in await self._fetch(sql, params)]
+        return [row_to_memory(r) for r in await self.database.fetch(sql, params)]
 
     async def list_own(self, *, user_id: str, filters: SearchFilters | None = None, limit: int = 100,
                        offset: int = 0) -> builtins.list[Memory]:
         """Like :meth:`list`, without other members' shared memories (for exports and migrations)."""
         sql, params = list_query(user_id, filters or SearchFilters(), limit=limit, offset=offset, shared=False)
-        return [row_to_memory(r) for r in await self._fetch(sql, params)]
+        return [row_to_memory(r) for r in await self.database.fetch(sql, params)]
 
     async def count(self, *, user_id: str, filters: SearchFilters | None = None) -> int:
         where, params = where_clause(user_id, filters or SearchFilters())
-        rows = await self._fetch(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
+        rows = await self.database.fetch(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
         return int(rows[0][0])
 
     async def users(self) -> builtins.list[str]:
         """Every user id with at least one memory."""
-        return [r[0] for r in await self._fetch("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
+        return [r[0] for r in await self.database.fetch("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
 
     async def superseded_by(self, memory_id: str, *, user_id: str) -> builtins.list[Memory]:
-        return [row_to_memory(r) for r in await self._fetch(
+        return [row_to_memory(r) for r in await self.database.fetch(
             f"SELECT {SELECT} FROM memories m WHERE m.superseded_by = %s AND m.user_id = %s", (memory_id, user_id))]
 
     async def search(self, query: str, *, user_id: str, filters: SearchFilters | None = None,
@@ -426,15 +318,15 @@ class PostgresProvider(MemoryProvider):
         built = search_sql(self.search_config, query, vector, user_id=user_id, filters=filters, limit=limit)
         if built is None:
             return []
-        return results(await self._fetch(*built))
+        return results(await self.database.fetch(*built))
 
     # ------------------------------------------------------------------ health
     async def health_check(self) -> HealthStatus:
         """Connection, server and pgvector versions, schema version, counts; problems when any is off."""
         problems: builtins.list[str] = []
-        details: dict[str, Any] = {"server": redact(self._dsn), "schema": self.schema}
+        details: dict[str, Any] = {"server": self.database.server, "schema": self.schema}
         try:
-            rows = await self._fetch(
+            rows = await self.database.fetch(
                 "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension "
                 "WHERE extname = 'vector'), (SELECT MAX(version) FROM schema_migrations), "
                 "(SELECT COUNT(*) FROM memories), (SELECT COUNT(DISTINCT user_id) FROM memories)")

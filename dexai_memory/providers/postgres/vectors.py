@@ -5,19 +5,28 @@ The column's dimension depends on the embedder, so it is added on first use
 machines starting at once add it once, and the model that made the vectors is
 recorded in ``store_meta``. A provider whose embedder is another model keeps
 vector search off (full text only) rather than mixing two models' vectors.
+
+:class:`Vectors` decides which memories get a vector, defers them during a bulk
+ingest and fills the missing ones later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
+from ...models import Memory, MemoryType
 from .migrations import MIGRATION_LOCK
+from .schema import vector_literal
 
 if TYPE_CHECKING:
     import psycopg
 
     from ...embeddings import Embedder
+    from ..base import ProgressCallback
+    from .database import Database
 
 logger = logging.getLogger(__name__)
 
@@ -51,3 +60,73 @@ async def setup(conn: psycopg.AsyncConnection, embedder: Embedder | None) -> boo
     logger.warning("vectors in the postgres store were made by %s, not %s: vector search is off",
                    model, embedder.model_id)
     return False
+
+
+class Vectors:
+    """The vectors of one store: which memories get one, deferred writes, filling the missing ones."""
+
+    def __init__(self, database: Database, embedder: Embedder | None, *, embed_transcripts: bool):
+        self.database = database
+        self.embedder = embedder
+        self.embed_transcripts = embed_transcripts
+        #: Whether the stored vectors are the embedder's (set by the provider on start).
+        self.ready = False
+        self._defer_depth = 0
+
+    async def setup(self) -> bool:
+        """Set up the vector column for the embedder (see :func:`setup`); returns :attr:`ready`."""
+        async with self.database.connection() as conn:
+            self.ready = await setup(conn, self.embedder)
+        return self.ready
+
+    def embeds(self, memory: Memory) -> bool:
+        """Whether ``memory`` gets a vector (``search.embed_transcripts`` off: transcripts are full text only)."""
+        return self.embed_transcripts or memory.type is not MemoryType.TRANSCRIPT
+
+    async def of(self, memories: Sequence[Memory]) -> list[str | None]:
+        """The vector (pgvector text) of each memory; None where it is stored without one
+        (no embedder, another model's store, inside :meth:`deferred`)."""
+        picks = [i for i, m in enumerate(memories) if self.embeds(m)]
+        out: list[str | None] = [None] * len(memories)
+        if self.embedder is None or not self.ready or self._defer_depth or not picks:
+            return out
+        vecs = await self.embedder.aembed_batch([memories[i].content for i in picks])
+        for i, vec in zip(picks, vecs, strict=True):
+            out[i] = vector_literal(vec)
+        return out
+
+    @contextlib.asynccontextmanager
+    async def deferred(self) -> AsyncIterator[None]:
+        """Inside the block, new memories are stored without a vector; :meth:`fill` adds them later."""
+        self._defer_depth += 1
+        try:
+            yield
+        finally:
+            self._defer_depth -= 1
+
+    def _missing(self) -> str:
+        skip = "" if self.embed_transcripts else f" AND type <> '{MemoryType.TRANSCRIPT.value}'"
+        return f"embedding IS NULL AND NOT deleted{skip}"
+
+    async def pending(self) -> int:
+        """How many memories wait for a vector."""
+        if not self.ready:
+            return 0
+        rows = await self.database.fetch(f"SELECT COUNT(*) FROM memories WHERE {self._missing()}")
+        return int(rows[0][0])
+
+    async def fill(self, *, progress: ProgressCallback | None, batch: int, limit: int | None) -> int:
+        """Embed memories stored without a vector, ``batch`` per statement; returns how many."""
+        if self.embedder is None or not self.ready:
+            return 0
+        rows = await self.database.fetch(f"SELECT id, content FROM memories WHERE {self._missing()} ORDER BY id"
+                                         + (" LIMIT %s" if limit else ""), (limit,) if limit else ())
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
+            vecs = await self.embedder.aembed_batch([r[1] for r in chunk])
+            async with self.database.connection() as conn, conn.cursor() as cur:
+                await cur.executemany("UPDATE memories SET embedding = %s::vector WHERE id = %s",
+                                      [(vector_literal(v), r[0]) for r, v in zip(chunk, vecs, strict=True)])
+            if progress:
+                progress(len(chunk))
+        return len(rows)
