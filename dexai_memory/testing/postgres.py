@@ -71,6 +71,7 @@ class LocalPostgres:
     def __init__(self, root: Path | None = None, *, port: int | None = None):
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="dexai-pg-"))
+        self.root.mkdir(parents=True, exist_ok=True)
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = port or free_port()
