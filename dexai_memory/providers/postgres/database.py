@@ -132,3 +132,31 @@ class Database:
         async with self.connection() as conn:
             cur = await conn.execute(sql, params)  # type: ignore[arg-type]  # built from our own fragments
             return await cur.fetchall() if cur.description else []
+
+
+async def probe(dsn: str, *, schema: str, connect_timeout_seconds: float = 5.0) -> dict[str, Any]:
+    """What ``doctor`` reports, read without changing anything: the server's version, pgvector's
+    (None when the extension is not installed), the schema's migration version (0 before the first
+    start) and this release's. Raises ProviderUnavailable when the server cannot be reached."""
+    import psycopg
+
+    try:
+        async with await psycopg.AsyncConnection.connect(
+                dsn, connect_timeout=max(1, round(connect_timeout_seconds)), autocommit=True) as conn:
+            row = await (await conn.execute(
+                "SELECT current_setting('server_version'), "
+                "(SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+                "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector'), "
+                "to_regclass(format('%%I.schema_migrations', %s::text)) IS NOT NULL", (schema,))).fetchone()
+            assert row is not None
+            version = 0
+            if row[3]:
+                from psycopg import sql
+
+                got = await (await conn.execute(sql.SQL("SELECT MAX(version) FROM {}.schema_migrations").format(
+                    sql.Identifier(schema)))).fetchone()
+                version = int(got[0] or 0) if got else 0
+    except psycopg.OperationalError as exc:
+        raise ProviderUnavailable(f"cannot reach postgres at {redact(dsn)}: {exc}") from exc
+    return {"server": redact(dsn), "postgres": row[0], "pgvector": row[1], "pgvector_available": row[2],
+            "schema_version": version, "expected_schema_version": migrations.latest_version()}

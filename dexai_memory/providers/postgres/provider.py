@@ -288,12 +288,6 @@ class PostgresProvider(MemoryProvider):
         sql, params = list_query(user_id, filters or SearchFilters(), limit=limit, offset=offset)
         return [row_to_memory(r) for r in await self.database.fetch(sql, params)]
 
-    async def list_own(self, *, user_id: str, filters: SearchFilters | None = None, limit: int = 100,
-                       offset: int = 0) -> builtins.list[Memory]:
-        """Like :meth:`list`, without other members' shared memories (for exports and migrations)."""
-        sql, params = list_query(user_id, filters or SearchFilters(), limit=limit, offset=offset, shared=False)
-        return [row_to_memory(r) for r in await self.database.fetch(sql, params)]
-
     async def count(self, *, user_id: str, filters: SearchFilters | None = None) -> int:
         where, params = where_clause(user_id, filters or SearchFilters())
         rows = await self.database.fetch(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)

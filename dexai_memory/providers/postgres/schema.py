@@ -87,16 +87,9 @@ def visible(user_id: str, project: str | None) -> tuple[str, list[Any]]:
             "(SELECT pm.project FROM project_members pm WHERE pm.user_id = %s)))"), [user_id, user_id]
 
 
-def where_clause(user_id: str, f: SearchFilters, *, for_search: bool = False,
-                 shared: bool = True) -> tuple[str, list[Any]]:
-    """SQL condition (alias ``m``, ``%s`` parameters) for ``f``, always scoped to what ``user_id`` may read.
-
-    ``shared=False`` keeps the user's own memories only (exports, migrations, counts of one's own).
-    """
-    if shared:
-        owner, params = visible(user_id, f.project)
-    else:
-        owner, params = "m.user_id = %s", [user_id]
+def where_clause(user_id: str, f: SearchFilters, *, for_search: bool = False) -> tuple[str, list[Any]]:
+    """SQL condition (alias ``m``, ``%s`` parameters) for ``f``, always scoped to what ``user_id`` may read."""
+    owner, params = visible(user_id, f.project)
     clauses = [owner, "NOT m.deleted"]
     if f.project is not None:
         clauses.append("m.project = %s")
@@ -136,10 +129,9 @@ def where_clause(user_id: str, f: SearchFilters, *, for_search: bool = False,
     return " AND ".join(clauses), params
 
 
-def list_query(user_id: str, f: SearchFilters, *, limit: int, offset: int = 0,
-               shared: bool = True) -> tuple[str, list[Any]]:
+def list_query(user_id: str, f: SearchFilters, *, limit: int, offset: int = 0) -> tuple[str, list[Any]]:
     """Rows of :data:`SELECT` passing ``f``, newest first (``limit`` <= 0: all of them)."""
-    where, params = where_clause(user_id, f, shared=shared)
+    where, params = where_clause(user_id, f)
     sql = f"SELECT {SELECT} FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.id DESC"
     if limit > 0:
         sql += " LIMIT %s OFFSET %s"
