@@ -108,3 +108,25 @@ def test_doctor_without_a_dsn_says_how_and_never_prints_a_password(team_server: 
     assert "hunter2-secret" not in result.output
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert not checks["postgres connection"]["ok"]
+
+
+def test_share_makes_a_memory_the_teams_and_private_takes_it_back(team_server: str) -> None:
+    (load_settings().home / "memory.yaml").write_text(
+        f"storage:\n  provider: postgres\npostgres:\n  schema: {team_server}\n")
+    added = json.loads(ok("memory", "add", "We squash-merge every pull request", "--user", "ana",
+                          "--project", "web", "--json").stdout)
+    ok("memory", "add", "Bo likes green tea", "--user", "bo", "--project", "web")
+
+    def bo_sees() -> list[str]:
+        found = json.loads(ok("memory", "search", "squash merge pull request", "--user", "bo", "--project", "web",
+                              "--json").stdout)
+        return [r["memory"]["id"] if "memory" in r else r["id"] for r in found]
+
+    assert added["id"] not in bo_sees()
+    shared = json.loads(ok("memory", "share", added["id"], "--user", "ana", "--json").stdout)
+    assert shared["metadata"]["scope"] == "project-shared"
+    assert added["id"] in bo_sees()
+    result = CliRunner().invoke(cli, ["memory", "share", added["id"], "--user", "bo", "--private"])
+    assert result.exit_code == 1, "only the owner changes a shared memory"
+    ok("memory", "share", added["id"], "--user", "ana", "--private")
+    assert added["id"] not in bo_sees()
