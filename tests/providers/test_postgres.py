@@ -178,3 +178,30 @@ async def test_password_never_logged_and_down_server_is_unavailable(caplog: pyte
     assert "s3cret-pw" not in caplog.text
     with pytest.raises(ProviderUnavailable):
         PostgresProvider("")
+
+
+async def test_vector_arm_is_exact_when_hnsw_leaves_too_few_rows_for_the_user(embedder: Embedder) -> None:
+    """HNSW filters by user after its walk: with a small ef_search (or a user holding a small share of a big
+    table) the walk leaves fewer rows than asked for, and the exact KNN over the user's rows answers instead."""
+    from dexai_memory.providers.postgres import PostgresProvider
+    from dexai_memory.providers.postgres.search import results, search_sql
+
+    async with PostgresProvider(postgres_server.dsn(), embedder=embedder, schema=postgres_server.fresh_schema(),
+                                ef_search=1) as pg:
+        await pg.add_many([Memory(f"colleague note {i} about gardening", user_id="other") for i in range(60)])
+        mine = await pg.add_many([Memory(f"my note {i} about cooking pasta", user_id="me") for i in range(8)])
+        vector = await embedder.aembed("recipes")
+        sql, params = search_sql(pg.search_config, "recipes", vector, user_id="me", filters=None, limit=8)
+        async with pg.database.connection() as conn:
+            # leave the planner nothing but the HNSW index (as on a large table), walked with ef_search = 1
+            await conn.execute("DROP INDEX ix_memories_user, ix_memories_user_type, ix_memories_session, "
+                               "ix_memories_superseded_by, ix_memories_shared")
+            await conn.execute("SET enable_seqscan = off")
+            await conn.execute("SET enable_bitmapscan = off")
+            plan = "\n".join(r[0] for r in await (await conn.execute("EXPLAIN " + sql, params)).fetchall())
+            rows = await (await conn.execute(sql, params)).fetchall()
+            await conn.execute("RESET ALL")
+            await conn.execute(f"SET hnsw.ef_search = {pg.database.ef_search}")
+        assert "ix_memories_embedding" in plan, [line for line in plan.splitlines() if "Index" in line]
+        found = results(rows)
+        assert {r.memory.id for r in found if r.vector_rank is not None} == {m.id for m in mine}

@@ -125,6 +125,7 @@ async def migrate(conn: psycopg.AsyncConnection, schema: str) -> list[str]:
     applied: list[str] = []
     try:
         async with conn.transaction():
+            await conn.execute("SET LOCAL statement_timeout = 0")  # a migration of a large table takes long
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
             await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))

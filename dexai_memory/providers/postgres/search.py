@@ -2,8 +2,10 @@
 
 Full text (``tsvector`` of the content with a GIN index, queried with the same
 content words as the native store's FTS5 query, ranked by ``ts_rank``) and
-cosine KNN over pgvector (HNSW index), each taking ``search.candidates``
-candidates that pass the same filters, fused by the native store's weighted
+cosine KNN over pgvector (HNSW index; when the index walk leaves fewer than
+``search.candidates`` rows after the user's filters, as it does for a user with
+a small share of a large shared table, the exact KNN over that user's rows
+instead), each taking ``search.candidates`` candidates that pass the same filters, fused by the native store's weighted
 reciprocal rank fusion (:mod:`dexai_memory.providers.native.search`):
 ``score = (wb / (k + bm25_rank) + wv / (k + vector_rank)) / ((wb + wv) / (k + 1))``,
 so a memory first in both lists scores 1. ``search.fusion`` selects rrf,
@@ -51,12 +53,18 @@ def search_sql(cfg: SearchConfig, query: str, vector: np.ndarray | None, *, user
     else:
         parts.append("bm AS (SELECT NULL::text AS id, NULL::bigint AS r WHERE FALSE)")
     if use_vec:
-        parts.append(
-            "vec AS (SELECT id, 1 - dist AS sim, row_number() OVER (ORDER BY dist, id) AS r FROM ("
-            "SELECT m.id, m.embedding <=> %s::vector AS dist FROM memories m "
-            f"WHERE m.embedding IS NOT NULL AND {where} ORDER BY m.embedding <=> %s::vector LIMIT %s) AS v)")
+        # vh: the HNSW walk (or the planner's exact plan for a user with few rows); HNSW filters by user
+        # after the walk, so a user holding a small share of a large table can get fewer than n rows.
+        # ve: then, and only then, the exact KNN over that user's rows ("+ 0" keeps the index out).
         lit = vector_literal(vector)
-        params += [lit, *wparams, lit, n]
+        knn = ("SELECT m.id, m.embedding <=> %s::vector AS dist FROM memories m "
+               f"WHERE m.embedding IS NOT NULL AND {where} ")
+        parts.append(f"vh AS MATERIALIZED ({knn}ORDER BY m.embedding <=> %s::vector LIMIT %s)")
+        parts.append(f"ve AS MATERIALIZED ({knn}AND (SELECT COUNT(*) FROM vh) < %s "
+                     "ORDER BY (m.embedding <=> %s::vector) + 0 LIMIT %s)")
+        parts.append("vec AS (SELECT id, 1 - dist AS sim, row_number() OVER (ORDER BY dist, id) AS r FROM ("
+                     "SELECT * FROM ve UNION ALL SELECT * FROM vh WHERE NOT EXISTS (SELECT 1 FROM ve)) AS v)")
+        params += [lit, *wparams, lit, n, lit, *wparams, n, lit, n]
     else:
         parts.append("vec AS (SELECT NULL::text AS id, NULL::float8 AS sim, NULL::bigint AS r WHERE FALSE)")
     sql = (

@@ -45,6 +45,7 @@ async def setup(conn: psycopg.AsyncConnection, embedder: Embedder | None) -> boo
     if embedder is None:
         return False
     async with conn.transaction():
+        await conn.execute("SET LOCAL statement_timeout = 0")  # an index on a large table takes minutes
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         model = await meta(conn, "embedding_model")
         dim = await meta(conn, "embedding_dim")
