@@ -111,7 +111,6 @@ class PostgresProvider(MemoryProvider):
         return f"PostgresProvider({self.database.server!r}, schema={self.schema!r})"
 
     # ------------------------------------------------------------------ lifecycle
-    # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self.database.is_open:
             return
@@ -177,7 +176,7 @@ class PostgresProvider(MemoryProvider):
 
     async def _own(self, memory_id: str, user_id: str, *, include_deleted: bool = False) -> Memory:
         rows = await self.database.fetch(f"SELECT {SELECT} FROM memories m WHERE m.id = %s AND m.user_id = %s",
-                                 (memory_id, user_id))
+                                         (memory_id, user_id))
         if not rows or (rows[0][COLUMNS.index("deleted")] and not include_deleted):
             raise MemoryNotFound(f"no memory {memory_id!r} for user {user_id!r}")
         return row_to_memory(rows[0])
@@ -207,7 +206,8 @@ class PostgresProvider(MemoryProvider):
         return updated
 
     async def delete(self, memory_id: str, *, user_id: str, hard: bool = False) -> bool:
-        rows = await self.database.fetch("SELECT deleted FROM memories WHERE id = %s AND user_id = %s", (memory_id, user_id))
+        rows = await self.database.fetch("SELECT deleted FROM memories WHERE id = %s AND user_id = %s",
+                                         (memory_id, user_id))
         if not rows:
             return False
         if not hard:
