@@ -14,9 +14,13 @@ import importlib.util
 import threading
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dexai_memory.embeddings import Embedder
 from dexai_memory.testing.postgres import LocalPostgres
+
+if TYPE_CHECKING:
+    from dexai_memory.providers.postgres import PostgresProvider
 
 _lock = threading.Lock()
 _server: LocalPostgres | None = None
@@ -54,7 +58,7 @@ def fresh_schema() -> str:
     return "t_" + uuid.uuid4().hex[:12]
 
 
-def postgres_factory(tmp: Path, embedder: Embedder):  # type: ignore[no-untyped-def]
+def postgres_factory(tmp: Path, embedder: Embedder) -> PostgresProvider:
     """A postgres provider on a fresh schema of the session's server (contract suite factory)."""
     from dexai_memory.providers.postgres import PostgresProvider
 

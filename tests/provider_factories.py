@@ -49,7 +49,7 @@ def postgres_factory(tmp: Path, embedder: Embedder) -> MemoryProvider:
     """A postgres provider on a fresh schema of the session's real PostgreSQL server (tests/postgres_server.py)."""
     from tests import postgres_server
 
-    return postgres_server.postgres_factory(tmp, embedder)  # type: ignore[no-any-return]
+    return postgres_server.postgres_factory(tmp, embedder)
 
 
 if importlib.util.find_spec("psycopg") is not None and importlib.util.find_spec("pgserver") is not None:

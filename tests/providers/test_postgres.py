@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,13 +18,16 @@ from dexai_memory.errors import InvalidMemory, MemoryNotFound, ProviderUnavailab
 from dexai_memory.models import Memory, MemoryType, SearchFilters, UpdateAction, UpdateDecision
 from tests import postgres_server
 
+if TYPE_CHECKING:
+    from dexai_memory.providers.postgres import PostgresProvider
+
 pytestmark = pytest.mark.skipif(not postgres_server.available(), reason="needs the dev extra (psycopg, pgserver)")
 
 SHARED = {"scope": "project-shared"}
 
 
 @pytest.fixture
-async def pg(embedder: Embedder) -> AsyncIterator:  # type: ignore[type-arg]
+async def pg(embedder: Embedder) -> AsyncIterator[PostgresProvider]:
     from dexai_memory.providers.postgres import PostgresProvider
 
     async with PostgresProvider(postgres_server.dsn(), embedder=embedder, schema=postgres_server.fresh_schema(),
@@ -31,7 +35,7 @@ async def pg(embedder: Embedder) -> AsyncIterator:  # type: ignore[type-arg]
         yield provider
 
 
-async def test_project_shared_memories_are_seen_by_the_team_personal_ones_are_not(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_project_shared_memories_are_seen_by_the_team_personal_ones_are_not(pg: PostgresProvider) -> None:
     convention = await pg.add(Memory("The team formats Python with ruff, line length 100", user_id="ana",
                                      project="dexai", type=MemoryType.INSIGHT, metadata=SHARED))
     personal = await pg.add(Memory("Ana formats her shopping lists with bullet points", user_id="ana",
@@ -60,7 +64,7 @@ async def test_project_shared_memories_are_seen_by_the_team_personal_ones_are_no
     assert (await pg.get(convention.id, user_id="ana")).content.startswith("The team formats")
 
 
-async def test_a_decision_on_a_teammates_memory_stores_the_note_as_ones_own(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_a_decision_on_a_teammates_memory_stores_the_note_as_ones_own(pg: PostgresProvider) -> None:
     shared = await pg.add(Memory("Deploys happen on Tuesdays", user_id="ana", project="p", metadata=SHARED))
     await pg.add(Memory("Bo works on p", user_id="bo", project="p"))
     note = Memory("Deploys happen on Wednesdays", user_id="bo", project="p")
@@ -69,7 +73,7 @@ async def test_a_decision_on_a_teammates_memory_stores_the_note_as_ones_own(pg) 
     assert (await pg.get(shared.id, user_id="ana")).is_valid
 
 
-async def test_scope_is_validated_and_can_be_changed_by_the_owner(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_scope_is_validated_and_can_be_changed_by_the_owner(pg: PostgresProvider) -> None:
     with pytest.raises(InvalidMemory):
         await pg.add(Memory("x", user_id="u", project="p", metadata={"scope": "everyone"}))
     with pytest.raises(InvalidMemory):
@@ -83,7 +87,7 @@ async def test_scope_is_validated_and_can_be_changed_by_the_owner(pg) -> None:  
     assert res[0].memory.id == m.id
 
 
-async def test_search_fuses_full_text_and_vectors(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_search_fuses_full_text_and_vectors(pg: PostgresProvider) -> None:
     await pg.add(Memory("Sam adopted a golden retriever puppy named Biscuit", user_id="u"))
     await pg.add(Memory("The invoice for the cloud bill arrives monthly", user_id="u"))
     res = await pg.search("Biscuit", user_id="u", limit=2)
@@ -94,7 +98,7 @@ async def test_search_fuses_full_text_and_vectors(pg) -> None:  # type: ignore[n
     assert all(0.0 <= r.score <= 1.0 for r in semantic)
 
 
-async def test_filters_time_and_archive(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_filters_time_and_archive(pg: PostgresProvider) -> None:
     from datetime import timedelta
 
     from dexai_memory.models import Tier, utcnow
@@ -106,7 +110,7 @@ async def test_filters_time_and_archive(pg) -> None:  # type: ignore[no-untyped-
     archived = await pg.add(Memory("kiwi archived note", user_id="u", archived=True, tier=Tier.L3))
     transcript = await pg.add(Memory("kiwi said in a raw turn", user_id="u", type=MemoryType.TRANSCRIPT))
 
-    async def ids(**kw: object) -> set[str]:
+    async def ids(**kw: Any) -> set[str]:
         return {r.memory.id for r in await pg.search("kiwi", user_id="u", filters=SearchFilters.make(**kw))}
 
     assert await ids() == {old.id, new.id}
@@ -118,7 +122,7 @@ async def test_filters_time_and_archive(pg) -> None:  # type: ignore[no-untyped-
     assert await ids(types=["TRANSCRIPT"]) == {transcript.id}
 
 
-async def test_deferred_vectors_are_filled_later(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_deferred_vectors_are_filled_later(pg: PostgresProvider) -> None:
     async with pg.deferred_vectors():
         await pg.add_many([Memory(f"bulk note {i} about otters", user_id="u") for i in range(5)])
     assert await pg.pending_vectors() == 5
@@ -127,7 +131,7 @@ async def test_deferred_vectors_are_filled_later(pg) -> None:  # type: ignore[no
     assert (await pg.search("sea mammals", user_id="u"))[0].vector_rank is not None
 
 
-async def test_replayed_events_are_stored_once(pg) -> None:  # type: ignore[no-untyped-def]
+async def test_replayed_events_are_stored_once(pg: PostgresProvider) -> None:
     from dexai_memory.models import MemoryEvent, utcnow
 
     m = await pg.add(Memory("event target", user_id="u"))
@@ -154,7 +158,7 @@ async def test_many_starts_at_once_migrate_once(embedder: Embedder) -> None:
         await asyncio.gather(*(p.aclose() for p in providers))
 
 
-async def test_another_embedder_turns_vector_search_off(pg, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+async def test_another_embedder_turns_vector_search_off(pg: PostgresProvider, embedder: Embedder) -> None:
     from dexai_memory.embeddings import HashingEmbedder
     from dexai_memory.providers.postgres import PostgresProvider
 
@@ -191,7 +195,9 @@ async def test_vector_arm_is_exact_when_hnsw_leaves_too_few_rows_for_the_user(em
         await pg.add_many([Memory(f"colleague note {i} about gardening", user_id="other") for i in range(60)])
         mine = await pg.add_many([Memory(f"my note {i} about cooking pasta", user_id="me") for i in range(8)])
         vector = await embedder.aembed("recipes")
-        sql, params = search_sql(pg.search_config, "recipes", vector, user_id="me", filters=None, limit=8)
+        built = search_sql(pg.search_config, "recipes", vector, user_id="me", filters=None, limit=8)
+        assert built is not None
+        sql, params = built
         async with pg.database.connection() as conn:
             # leave the planner nothing but the HNSW index (as on a large table), walked with ef_search = 1
             await conn.execute("DROP INDEX ix_memories_user, ix_memories_user_type, ix_memories_session, "
