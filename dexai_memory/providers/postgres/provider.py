@@ -116,7 +116,11 @@ class PostgresProvider(MemoryProvider):
             return
         import_psycopg()
         await self.database.open()
-        await self.vectors.setup()
+        try:
+            await self.vectors.setup()
+        except BaseException:
+            await self.database.close()  # a later start() tries the whole start again
+            raise
 
     async def aclose(self) -> None:
         await self.database.close()
