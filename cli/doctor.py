@@ -62,6 +62,8 @@ async def run_checks(settings: Settings) -> list[Check]:
                         + (f" (${PROJECT_ENV}; recall is scoped to it)" if os.environ.get(PROJECT_ENV)
                            else " (git root or directory; recall covers all of the user's memories)")))
     checks.append(await _provider_check(settings))
+    if settings.storage.provider == "postgres":
+        checks.extend(await _postgres_checks(settings))
     checks.extend(_write_checks(settings))
     checks.extend(_queue_checks(settings))
     checks.extend(_extractor_checks(settings))
@@ -112,6 +114,49 @@ async def _provider_check(settings: Settings) -> Check:
                                                                                  "sqlite_vec", "vector_search", "vectors_pending",
                                                                                  "path"))
     return Check(name, status.healthy, detail or "healthy", "; ".join(status.problems))
+
+
+async def _postgres_checks(settings: Settings) -> list[Check]:
+    """The postgres provider: the connection (DSN from its environment variable, never shown with its
+    password), the pgvector extension, the schema version, and writes waiting to be replayed."""
+    from dexai_memory.providers.postgres.database import probe
+
+    pg = settings.postgres
+    dsn = os.environ.get(pg.dsn_env, "")
+    if not dsn:
+        return [Check("postgres connection", False, f"${pg.dsn_env} is not set",
+                      f"export {pg.dsn_env}=postgresql://USER:PASSWORD@HOST:5432/DB")]
+    try:
+        info = await probe(dsn, schema=pg.schema, connect_timeout_seconds=pg.connect_timeout_seconds)
+    except ImportError:
+        return [Check("postgres connection", False, "psycopg is not installed",
+                      "pip install 'dexai-memory[postgres]'")]
+    except DexaiMemoryError as exc:
+        return [Check("postgres connection", False, str(exc), "check that the server is up and reachable from here, "
+                      f"and ${pg.dsn_env}; meanwhile writes go to the local store and are replayed later")]
+    checks = [Check("postgres connection", True, f"{info['server']} (PostgreSQL {info['postgres']})")]
+    if info["pgvector"]:
+        checks.append(Check("pgvector", True, f"extension vector {info['pgvector']} installed"))
+    elif info["pgvector_available"]:
+        checks.append(Check("pgvector", True, f"vector {info['pgvector_available']} available; created on first start "
+                            "(needs CREATE privilege)"))
+    else:
+        checks.append(Check("pgvector", False, "the server has no pgvector extension",
+                            "install pgvector on the server (managed Postgres: enable the 'vector' extension)"))
+    version, expected = info["schema_version"], info["expected_schema_version"]
+    if version > expected:
+        checks.append(Check("postgres schema", False, f"schema {pg.schema!r} is at version {version}, newer than this "
+                            f"dexai-memory ({expected})", "upgrade dexai-memory on this machine"))
+    else:
+        checks.append(Check("postgres schema", True, f"{pg.schema!r} at version {version} of {expected}"
+                            + ("" if version == expected else " (migrated on the next start)")))
+    replay = settings.home / "replay-postgres.db"
+    if replay.exists():
+        with sqlite3.connect(replay) as conn:
+            waiting = conn.execute("SELECT COUNT(*) FROM replay_log").fetchone()[0]
+        checks.append(Check("postgres replay", True, f"{waiting} write(s) made while the server was down wait "
+                            "to be replayed" if waiting else "nothing waiting to be replayed"))
+    return checks
 
 
 def write_probe(path: Path, *, stdlib: bool = False) -> str | None:

@@ -26,6 +26,7 @@ LAZY = {
     "retry": "dexai_memory.cli.lifecycle:retry",
     "recall": "dexai_memory.cli.recall:recall",
     "migrate": "dexai_memory.cli.migrate:migrate",
+    "share": "dexai_memory.cli.share:share",
     "backup": "dexai_memory.cli.backup:backup",
     "restore-backup": "dexai_memory.cli.backup:restore_backup",
     "export": "dexai_memory.cli.export_import:export",

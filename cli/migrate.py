@@ -1,4 +1,4 @@
-"""``dexai memory migrate``: copy memories between providers (native, mem0, zep) with provenance."""
+"""``dexai memory migrate``: copy memories between providers (native, mem0, zep, postgres) with provenance."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dexai_memory.datadir import ensure_home
 from dexai_memory.providers import MemoryProvider, make_provider
 from dexai_memory.providers.transfer import TransferReport, transfer
 
-PROVIDERS = ("native", "mem0", "zep")
+PROVIDERS = ("native", "mem0", "zep", "postgres")
 
 
 def provider_for(settings: Settings, name: str) -> MemoryProvider:
@@ -38,7 +38,8 @@ def describe(report: TransferReport) -> str:
 
 
 @click.command()
-@click.option("--from", "source", type=click.Choice(PROVIDERS), required=True, help="Provider to copy from.")
+@click.option("--from", "source", type=click.Choice(PROVIDERS), default=None,
+              help="Provider to copy from (default: native when --to names another, else storage.provider).")
 @click.option("--to", "target", type=click.Choice(PROVIDERS), required=True, help="Provider to copy to.")
 @click.option("--all-users", is_flag=True, help="Copy every user's memories (default: only --user).")
 @click.option("--dry-run", is_flag=True, help="Only show what would be copied.")
@@ -52,7 +53,12 @@ def migrate(source: str, target: str, all_users: bool, dry_run: bool, ctx: Conte
     so an interrupted migration can be run again. Start with --dry-run.
 
     Example: dexai memory migrate --from native --to mem0 --dry-run
+
+    To a team server and back: dexai memory migrate --to postgres --all-users
+    (with $DEXAI_POSTGRES_DSN set), then dexai memory migrate --from postgres --to native.
     """
+    if source is None:
+        source = "native" if target != "native" else ctx.settings.storage.provider
     if source == target:
         fail("--from and --to name the same provider")
     ensure_home(ctx.settings.home)

@@ -49,7 +49,7 @@ class StorageConfig:
     """Where and how memories are stored."""
 
     #: Which provider backs memory: native (SQLite), mem0 or zep.
-    provider: str = field(default="native", metadata=_check(choices=("native", "mem0", "zep")))
+    provider: str = field(default="native", metadata=_check(choices=("native", "mem0", "zep", "postgres")))
     #: SQLite file name inside the data directory (native provider).
     db_filename: str = "memory.db"
     #: How long SQLite waits on a locked database, in milliseconds.
@@ -317,6 +317,23 @@ class ZepConfig:
 
 
 @dataclass(frozen=True)
+class PostgresConfig:
+    """The postgres provider (``pip install dexai-memory[postgres]``). The DSN is never in this file
+    (it may hold a password): it is read from the environment variable ``dsn_env`` and never logged."""
+
+    dsn_env: str = "DEXAI_POSTGRES_DSN"
+    #: Schema (namespace) of the tables; several stores can share one database.
+    schema: str = "dexai_memory"
+    #: Connections kept open per process; statements cancelled after statement_timeout_seconds (0: never).
+    pool_size: int = field(default=5, metadata=_check(1, 200))
+    statement_timeout_seconds: float = field(default=10.0, metadata=_check(0.0, 3600.0))
+    #: Seconds to wait for a connection (a down server then fails over to the native store).
+    connect_timeout_seconds: float = field(default=5.0, metadata=_check(0.5, 600.0))
+    #: HNSW candidates per vector search (pgvector ``hnsw.ef_search``): higher = better recall, slower.
+    ef_search: int = field(default=100, metadata=_check(1, 1000))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting of dexai-memory. Build with :func:`load_settings`."""
 
@@ -338,6 +355,7 @@ class Settings:
     backup: BackupConfig = field(default_factory=BackupConfig)
     mem0: Mem0Config = field(default_factory=Mem0Config)
     zep: ZepConfig = field(default_factory=ZepConfig)
+    postgres: PostgresConfig = field(default_factory=PostgresConfig)
     #: The data directory these settings were loaded for.
     home: Path = field(default_factory=home_dir)
 

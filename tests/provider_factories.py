@@ -43,3 +43,14 @@ if importlib.util.find_spec("mem0") is not None:
     EXTRA_FACTORIES["mem0"] = mem0_factory
 if importlib.util.find_spec("zep_cloud") is not None and importlib.util.find_spec("dexai_memory.providers.zep"):
     EXTRA_FACTORIES["zep"] = zep_factory
+
+
+def postgres_factory(tmp: Path, embedder: Embedder) -> MemoryProvider:
+    """A postgres provider on a fresh schema of the session's real PostgreSQL server (tests/postgres_server.py)."""
+    from tests import postgres_server
+
+    return postgres_server.postgres_factory(tmp, embedder)
+
+
+if importlib.util.find_spec("psycopg") is not None and importlib.util.find_spec("pgserver") is not None:
+    EXTRA_FACTORIES["postgres"] = postgres_factory

@@ -2,6 +2,7 @@
 
 * :mod:`.native` - SQLite (FTS5 + sqlite-vec), the default.
 * :mod:`.mem0` / :mod:`.zep` - external services (optional extras).
+* :mod:`.postgres` - PostgreSQL + pgvector, one store for many machines and a team (optional extra).
 
 :func:`make_provider` builds the one the settings select.
 """
@@ -27,7 +28,7 @@ __getattr__ = lazy_exports(__name__, {"MemoryProvider": "base"})
 def make_provider(settings: Settings, *, failover: bool | None = None) -> MemoryProvider:
     """The provider ``storage.provider`` selects (not started: use ``async with``).
 
-    An external provider (mem0, zep) is wrapped in a
+    An external provider (mem0, zep, postgres) is wrapped in a
     :class:`~.fallback.FailoverProvider` over the native one when
     ``storage.fallback_to_native`` is true (or ``failover`` says so). A missing
     optional SDK raises :class:`~dexai_memory.errors.MissingExtra` here.
@@ -43,6 +44,11 @@ def make_provider(settings: Settings, *, failover: bool | None = None) -> Memory
 
         import_mem0()
         primary = Mem0Provider.from_settings(settings)
+    elif name == "postgres":
+        from .postgres.provider import PostgresProvider, import_psycopg
+
+        import_psycopg()
+        primary = PostgresProvider.from_settings(settings)
     elif name == "zep":
         from .zep import ZepProvider, import_zep
 

@@ -59,11 +59,14 @@ async def provider_users(provider: MemoryProvider) -> list[str]:
 
 
 async def memories_of(provider: MemoryProvider, user_id: str) -> list[Memory]:
-    """All memories of a user (oldest first), deleted ones excepted."""
+    """All memories of a user (oldest first), deleted ones excepted; not the teammates' project-shared
+    memories a team store (postgres) also shows the user: those travel with their owner."""
     out: list[Memory] = []
+    offset = 0
     while True:
-        page = await provider.list(user_id=user_id, filters=ALL_MEMORIES, limit=1000, offset=len(out))
-        out.extend(page)
+        page = await provider.list(user_id=user_id, filters=ALL_MEMORIES, limit=1000, offset=offset)
+        out.extend(m for m in page if m.user_id == user_id)
+        offset += len(page)
         if len(page) < 1000:
             break
     out.reverse()
