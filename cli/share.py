@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from dexai_memory.cli.common import Context, common_options, run
-from dexai_memory.config import ensure_home
+from dexai_memory.datadir import ensure_home
 from dexai_memory.models import Memory, MemoryEvent, utcnow
 from dexai_memory.providers import make_provider
 
