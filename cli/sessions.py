@@ -49,7 +49,7 @@ def show(ctx: Context, session_id: str, project_key: str | None) -> None:
     """One session's statistics: tool calls by tool, failures, token usage, first prompt."""
     info = _store(ctx).info(session_id, project_key=project_key)
     if info is None:
-        fail(f"no stored session {session_id!r} (see `dexai sessions list`)")
+        return fail(f"no stored session {session_id!r} (see `dexai sessions list`)")
     data = info.as_dict()
     tools = ", ".join(f"{name} {n}" for name, n in info.tools.by_tool.items()) or "none"
     text = (f"session {info.session_id} (project key {info.project_key}), last written {_when(info.mtime)}\n"
@@ -69,7 +69,7 @@ def delete(ctx: Context, session_id: str, project_key: str | None, yes: bool) ->
     store = _store(ctx)
     info = store.info(session_id, project_key=project_key)
     if info is None:
-        fail(f"no stored session {session_id!r} (see `dexai sessions list`)")
+        return fail(f"no stored session {session_id!r} (see `dexai sessions list`)")
     if not yes and not ctx.json:
         click.confirm(f"Delete session {session_id} ({info.entries} entries)?", abort=True)
     removed = store.remove(session_id, project_key=project_key)

@@ -25,7 +25,7 @@ import builtins
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import InvalidMemory, MemoryNotFound, ProviderError
 from ..models import (
@@ -44,6 +44,9 @@ from ..models import (
     utcnow,
 )
 from .contradictions import ContradictionLog
+
+if TYPE_CHECKING:
+    from ..embeddings import Embedder
 
 logger = logging.getLogger(__name__)
 #: Least confidence of a contradicting note for supersession to resolve the contradiction on its own.
@@ -159,8 +162,10 @@ class MemoryProvider(abc.ABC):
         return 0
 
     async def fill_vectors(self, *, progress: ProgressCallback | None = None, batch: int = 256,
-                           limit: int | None = None) -> int:
-        """Embed the memories stored without a vector; returns how many (0 by default)."""
+                           limit: int | None = None, embedder: Embedder | None = None) -> int:
+        """Embed the memories stored without a vector; returns how many (0 by default).
+
+        ``embedder``: the same model set up for bulk work (every core), when the provider can use it."""
         return 0
 
     async def record_events(self, events: Sequence[MemoryEvent], *, user_id: str) -> None:

@@ -142,8 +142,9 @@ class PostgresProvider(MemoryProvider):
         return await self.vectors.pending()
 
     async def fill_vectors(self, *, progress: ProgressCallback | None = None, batch: int = 256,
-                           limit: int | None = None) -> int:
-        """Embed memories stored without a vector, ``batch`` per statement; returns how many."""
+                           limit: int | None = None, embedder: Embedder | None = None) -> int:
+        """Embed memories stored without a vector, ``batch`` per statement; returns how many (with the
+        provider's own embedder: ``embedder`` is accepted for the interface and not used)."""
         return await self.vectors.fill(progress=progress, batch=batch, limit=limit)
 
     # ------------------------------------------------------------------ writes
