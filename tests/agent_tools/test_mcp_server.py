@@ -96,7 +96,7 @@ async def test_a_broken_store_is_a_tool_error_and_the_server_stays_up(isolated_h
     async with session(isolated_home, CLI_MCP) as client:  # through `dexai mcp`
         failed = await client.call_tool("remember", {"content": "User's cat is called Miso", "category": "fact"})
         assert failed.is_error
-        assert text(failed) == f"Error: {config}: storage.provider: must be one of native, mem0, zep; got 'floppy'"
+        assert text(failed) == f"Error: {config}: storage.provider: must be one of native, mem0, zep, postgres; got 'floppy'"
         config.unlink()
         (isolated_home / "memory.db").write_bytes(b"definitely not sqlite " * 200)
         corrupt = await client.call_tool("recall", {"query": "cat"})
