@@ -182,6 +182,10 @@ class SearchConfig:
     #: Embed the raw turns archived in L3 (TRANSCRIPT memories). Off: they are found by BM25 only,
     #: and ingest embeds about a third as many texts (faster on one core).
     embed_transcripts: bool = True
+    #: A user with more vectors than this is searched through an approximate (HNSW) index when
+    #: usearch is installed (``pip install dexai-memory[ann]``), its candidates rescored exactly;
+    #: at or below it, vector search is exact. 0 = always exact.
+    ann_threshold: int = field(default=20_000, metadata=_check(0, 1_000_000_000))
 
 
 @dataclass(frozen=True)
