@@ -79,11 +79,19 @@ async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit
 
         register_ipc_ops(daemon)  # hook.recall, hook.l1_block, ... for command hooks
         await daemon.start()
+        http = None
+        if settings.daemon.http_port:
+            from dexai_memory.hooks.http_server import HookHttpServer
+
+            http = HookHttpServer(daemon, settings.daemon.http_port)
+            if not await http.start():
+                http = None
         watch = asyncio.ensure_future(_idle_watch(daemon, idle_exit_minutes, stop)) if idle_exit_minutes > 0 \
             else None
         ready = {"ready": True, "pid": os.getpid(), "socket": str(settings.socket_path),
                  "home": str(settings.home), "ops": sorted(daemon.ipc.handlers),
-                 "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes}
+                 "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes,
+                 "http_hooks_port": http.port if http is not None else None}
         ctx.emit(ready, f"dexai daemon running (pid {ready['pid']}), socket {ready['socket']}; "
                         "Ctrl-C or SIGTERM to stop")
         try:
@@ -91,6 +99,8 @@ async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit
         finally:
             if watch is not None:
                 watch.cancel()
+            if http is not None:
+                await http.aclose()
     finally:
         await daemon.stop(flush_timeout=flush_timeout)
         lock.release()

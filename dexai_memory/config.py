@@ -328,6 +328,10 @@ class HooksConfig:
     inline_flush_seconds: float = field(default=10.0, metadata=_check(0.0, 55.0))
 
 
+#: The port of the plugin's http hooks (hooks/hooks.json), see ``daemon.http_port``.
+DEFAULT_HOOK_HTTP_PORT = 47019
+
+
 @dataclass(frozen=True)
 class DaemonConfig:
     """The background memory daemon."""
@@ -346,6 +350,10 @@ class DaemonConfig:
     #: Minutes without hook traffic (and with an empty queue) after which a daemon started by
     #: the hooks or ``dexai daemon start`` exits; 0 = never.
     idle_exit_minutes: float = field(default=30.0, metadata=_check(0.0, 10_080.0))
+    #: Port on 127.0.0.1 where the daemon answers the plugin's ``http`` hooks (UserPromptSubmit,
+    #: PostToolUse, Stop) with no process start; 0 = off. The plugin's hooks/hooks.json names this
+    #: port: change both together. See :mod:`dexai_memory.hooks.http_server`.
+    http_port: int = field(default=DEFAULT_HOOK_HTTP_PORT, metadata=_check(0, 65_535))
 
 
 @dataclass(frozen=True)
