@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = arg_parser("vectors_bench", __doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--locomo", type=Path, default=LOCOMO_PATH)
     args = parser.parse_args(argv)
-    conv = max(load_conversations(args.locomo), key=lambda c: len(c.turns))
+    conv = max(load_conversations(args.locomo), key=lambda c: len(conversation_turns(c)))
     turns = conversation_turns(conv, user_id="bench")[:150 if args.quick else None]
     table, build_s = static_table()
     results: dict[str, Any] = {"conversation": conv.sample_id, "static_table_build_seconds": build_s}

@@ -220,3 +220,24 @@ def status(ctx: Context) -> None:
                 f"queue: {queue.get('pending', '?')} pending, {queue.get('dead', 0)} dead; "
                 f"idle exit after {st.idle_exit_minutes:g} min; log {st.log}")
     ctx.emit(data, text)
+
+
+@daemon.command("http-token")
+@common_options
+def http_token(ctx: Context) -> None:
+    """Print the token of the daemon's HTTP hooks (made on first use, 0600 in the data directory).
+
+    With the daemon running, the plugin's http hooks answer prompts and finished turns with no
+    process start, once Claude Code has the token in its environment, e.g. in your shell profile:
+
+    \b
+      export DEXAI_HOOK_TOKEN="$(dexai daemon http-token)"
+
+    or in ~/.claude/settings.json: {"env": {"DEXAI_HOOK_TOKEN": "<the token>"}}. Without it the
+    command hooks do the work, as before.
+    """
+    from dexai_memory.hooks.http_server import hook_token
+
+    ensure_home(ctx.settings.home)
+    token = hook_token(ctx.settings.home)
+    ctx.emit({"token": token, "port": ctx.settings.daemon.http_port}, token)

@@ -181,3 +181,16 @@ async def test_real_cli_is_answered_over_http(tmp_path: Path, served: HookHttpSe
     started = starts.read_text().split()
     assert "session-start" in started
     assert not {"user-prompt-submit", "stop"} & set(started)
+
+
+def test_cli_prints_the_same_token_the_server_checks(isolated_home: Path) -> None:
+    from click.testing import CliRunner
+
+    from dexai_memory.cli.main import cli
+
+    first = CliRunner().invoke(cli, ["daemon", "http-token", "--json"])
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.output)
+    assert data["port"] == DEFAULT_HOOK_HTTP_PORT
+    assert data["token"] == (isolated_home / TOKEN_FILE).read_text().strip()
+    assert CliRunner().invoke(cli, ["daemon", "http-token"]).output.strip() == data["token"]  # made once
