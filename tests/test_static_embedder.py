@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from dexai_memory.config import EmbeddingConfig
-from dexai_memory.embeddings import StaticMiniLMEmbedder, build_static_table, make_embedder, static_table_path
+from dexai_memory.embeddings import (
+    StaticMiniLMEmbedder,
+    build_static_table,
+    make_embedder,
+    static_table_path,
+)
 
 
 @pytest.fixture(scope="module")
