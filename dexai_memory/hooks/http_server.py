@@ -68,8 +68,9 @@ HTTP_EVENTS = ("user-prompt-submit", "post-tool-use", "stop")
 SESSION_ONLY_ENV = ("DEXAI_MEMORY_PROJECT", "DEXAI_MEMORY_DISABLED")
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 16 * 1024 * 1024
-#: Seconds an event may take before the answer is ``{}`` (Claude Code's hook timeout is 10 s).
-EVENT_TIMEOUT = 8.0
+#: Seconds an event may take before the answer is ``{}`` (hooks.json gives the http hooks 5 s; a
+#: recall normally takes ~20 ms, so a stuck daemon costs the user at most this).
+EVENT_TIMEOUT = 3.0
 
 
 def hook_token(home: Path) -> str:
