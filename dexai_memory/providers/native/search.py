@@ -124,7 +124,8 @@ def _bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Seque
     joining every match with ``memories`` before sorting cost twice as much
     at 100k memories (a common word matches thousands of rows). The same
     rows as :func:`~dexai_memory.providers.native.schema.bm25_query`, in the
-    same order; when the filter drops too many, it looks further down.
+    same order; when the filter drops some, it looks further down, and when it
+    drops most (the user owns a small part of the store), it joins instead.
     """
     k = max(n * 4, 64)
     while True:
@@ -137,15 +138,20 @@ def _bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Seque
         hits = [r for r in ranked if r in keep]
         if len(hits) >= n or len(ranked) < k:
             return hits[:n]
-        if k >= 16_384:  # a very selective filter: let SQLite join and filter before sorting
+        if 2 * len(hits) < len(ranked) or k >= 16_384:
+            # a selective filter (a store of many users, a project): join and filter before sorting
             return [r[0] for r in conn.execute(*bm25_query("m.rowid", match, where, params, n))]
         k *= 4
 
 
 def _passing(conn: sqlite3.Connection, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
-    """(Connection thread.) Those of ``rowids`` whose memory passes ``where``."""
+    """(Connection thread.) Those of ``rowids`` whose memory passes ``where``.
+
+    ``NOT INDEXED``: by rowid, never through the user index, which SQLite otherwise picks and
+    which reads every memory of the user (19 ms at 100k memories instead of 0.3 ms).
+    """
     return {r[0] for r in conn.execute(
-        f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
+        f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
         [*rowids, *params])}
 
 
