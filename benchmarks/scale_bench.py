@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary[f"bm25s_p95_ms_{k}"] = r["peer_bm25s"].get("p95_ms")
     path = write_result(NAME, quick=args.quick, params={"plan": plan, "queries": QUERIES}, summary=summary,
                         results=runs, out_dir=args.out)
-    say(f"wrote {path}")
+    print(f"wrote {path}")
     return 0
 
 

@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary.update({"texts": t["texts"], "distinct_texts": t["distinct"], "target_turns_per_s": TARGET_TURNS_PER_S})
     path = write_result(NAME, quick=args.quick, params={"conversation": conv.sample_id, "turns": len(turns)},
                         summary=summary, results=results, out_dir=args.out)
-    say(f"wrote {path}")
+    print(f"wrote {path}")
     return 0
 
 
