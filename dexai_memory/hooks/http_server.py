@@ -109,6 +109,8 @@ class HookHttpServer:
     async def start(self) -> bool:
         """Listen on ``host:port`` and write :data:`HTTP_FILE`; False (and a warning) when the port is
         taken or the daemon's own environment scopes memory (the command hooks then do the work)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.marker.unlink()  # a crashed daemon's (its pid may be reused): never defer to it
         if any(os.environ.get(name) for name in SESSION_ONLY_ENV):
             logger.info("HTTP hooks off: %s is set in the daemon's environment", "/".join(SESSION_ONLY_ENV))
             return False
