@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import (
+    CACHE_DIR,
     LOCOMO_PATH,
     arg_parser,
     elapsed_ms,
@@ -64,7 +65,7 @@ from benchmarks.common import (
     say,
     write_result,
 )
-from dexai_memory.embeddings import Embedder, OnnxMiniLMEmbedder
+from dexai_memory.embeddings import Embedder, OnnxMiniLMEmbedder, StaticMiniLMEmbedder
 from dexai_memory.models import Memory, MemoryType, Turn
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.tokens import count_tokens
@@ -435,14 +436,23 @@ class Miss:
     retrieved: list[str]
 
 
+def bench_embedder(name: str) -> Embedder:
+    """``--embedder``: minilm (the default ONNX MiniLM) or static (the static table distilled from it,
+    kept in ``benchmarks/.cache``)."""
+    if name == "static":
+        return StaticMiniLMEmbedder(CACHE_DIR / "static-minilm.npz")
+    return OnnxMiniLMEmbedder()
+
+
 async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget: int,
-                   limit_questions: int | None) -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
+                   limit_questions: int | None,
+                   embedder_name: str = "minilm") -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
     """Run every wanted method on every conversation. Returns scores, misses and unavailable methods."""
     overall: dict[str, Score] = defaultdict(Score)
     per_cat: dict[tuple[str, int], Score] = defaultdict(Score)
     misses: dict[str, list[Miss]] = defaultdict(list)
     unavailable: dict[str, str] = {}
-    embedder = PrimedEmbedder(OnnxMiniLMEmbedder())
+    embedder = PrimedEmbedder(bench_embedder(embedder_name))
     tmp = Path(tempfile.mkdtemp(prefix="dexai-locomo-"))
     try:
         for conv in convs:
@@ -526,6 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--methods", default="system,system@5,hybrid,dense,bm25,bm25@5,bm25@10,bm25@20",
                         help="comma-separated methods (default: all)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm",
+                        help="the store's embedder: minilm (default) or static (distilled from MiniLM)")
     parser.add_argument("--misses", type=int, default=0, metavar="N", help="print N missed questions per category")
     parser.add_argument("--misses-method", default="system", help="method whose misses are printed "
                         "(default: system, else hybrid when system is not available)")
@@ -541,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if n_conv:
         convs = convs[:n_conv]
     limit_q = 20 if args.quick else None
-    scores, misses, unavailable = asyncio.run(evaluate(convs, wanted, args.budget, limit_q))
+    scores, misses, unavailable = asyncio.run(evaluate(convs, wanted, args.budget, limit_q, args.embedder))
     print(render(scores, unavailable, wanted, args.budget))
     if args.misses:
         method = args.misses_method
@@ -560,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "methods": wanted, "questions_per_conversation": limit_q,
               "questions": sum(len(c.questions[:limit_q] if limit_q else c.questions) for c in convs),
               "dropped_evidence_ids": sorted({d for c in convs for d in c.dropped_evidence}),
-              "embedder": OnnxMiniLMEmbedder.model_id, "pool": POOL}
+              "embedder": bench_embedder(args.embedder).model_id, "pool": POOL}
     path = write_result(NAME, quick=args.quick, params=params, summary=summary,
                         results={"scores": scores, "unavailable": unavailable}, out_dir=args.out)
     print(f"\nwrote {path}")

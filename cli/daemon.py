@@ -79,11 +79,19 @@ async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit
 
         register_ipc_ops(daemon)  # hook.recall, hook.l1_block, ... for command hooks
         await daemon.start()
+        http = None
+        if settings.daemon.http_port:
+            from dexai_memory.hooks.http_server import HookHttpServer
+
+            http = HookHttpServer(daemon, settings.daemon.http_port)
+            if not await http.start():
+                http = None
         watch = asyncio.ensure_future(_idle_watch(daemon, idle_exit_minutes, stop)) if idle_exit_minutes > 0 \
             else None
         ready = {"ready": True, "pid": os.getpid(), "socket": str(settings.socket_path),
                  "home": str(settings.home), "ops": sorted(daemon.ipc.handlers),
-                 "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes}
+                 "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes,
+                 "http_hooks_port": http.port if http is not None else None}
         ctx.emit(ready, f"dexai daemon running (pid {ready['pid']}), socket {ready['socket']}; "
                         "Ctrl-C or SIGTERM to stop")
         try:
@@ -91,6 +99,8 @@ async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit
         finally:
             if watch is not None:
                 watch.cancel()
+            if http is not None:
+                await http.aclose()
     finally:
         await daemon.stop(flush_timeout=flush_timeout)
         lock.release()
@@ -210,3 +220,24 @@ def status(ctx: Context) -> None:
                 f"queue: {queue.get('pending', '?')} pending, {queue.get('dead', 0)} dead; "
                 f"idle exit after {st.idle_exit_minutes:g} min; log {st.log}")
     ctx.emit(data, text)
+
+
+@daemon.command("http-token")
+@common_options
+def http_token(ctx: Context) -> None:
+    """Print the token of the daemon's HTTP hooks (made on first use, 0600 in the data directory).
+
+    With the daemon running, the plugin's http hooks answer prompts and finished turns with no
+    process start, once Claude Code has the token in its environment, e.g. in your shell profile:
+
+    \b
+      export DEXAI_HOOK_TOKEN="$(dexai daemon http-token)"
+
+    or in ~/.claude/settings.json: {"env": {"DEXAI_HOOK_TOKEN": "<the token>"}}. Without it the
+    command hooks do the work, as before.
+    """
+    from dexai_memory.hooks.http_server import hook_token
+
+    ensure_home(ctx.settings.home)
+    token = hook_token(ctx.settings.home)
+    ctx.emit({"token": token, "port": ctx.settings.daemon.http_port}, token)

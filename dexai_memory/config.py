@@ -65,8 +65,10 @@ class StorageConfig:
 class EmbeddingConfig:
     """The embedder used for vector search."""
 
-    #: onnx-minilm (offline default, 384-d), none (BM25 only) or sentence-transformers (extra).
-    backend: str = field(default="onnx-minilm", metadata=_check(choices=("onnx-minilm", "none", "sentence-transformers")))
+    #: onnx-minilm (offline default, 384-d), none (BM25 only), sentence-transformers (extra), or
+    #: static-minilm (a static table distilled from MiniLM: ~100x faster to embed, less precise).
+    backend: str = field(default="onnx-minilm", metadata=_check(choices=("onnx-minilm", "none", "sentence-transformers",
+                                                                          "static-minilm")))
     #: Model name for the sentence-transformers backend.
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     #: Texts embedded per model call.
@@ -98,6 +100,10 @@ class SearchConfig:
     #: Embed the raw turns archived in L3 (TRANSCRIPT memories). Off: they are found by BM25 only,
     #: and ingest embeds about a third as many texts (faster on one core).
     embed_transcripts: bool = True
+    #: A user with more vectors than this is searched through an approximate (HNSW) index when
+    #: usearch is installed (``pip install dexai-memory[ann]``), its candidates rescored exactly;
+    #: at or below it, vector search is exact. 0 = always exact.
+    ann_threshold: int = field(default=20_000, metadata=_check(0, 1_000_000_000))
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,10 @@ class HooksConfig:
     inline_flush_seconds: float = field(default=10.0, metadata=_check(0.0, 55.0))
 
 
+#: The port of the plugin's http hooks (hooks/hooks.json), see ``daemon.http_port``.
+DEFAULT_HOOK_HTTP_PORT = 47019
+
+
 @dataclass(frozen=True)
 class DaemonConfig:
     """The background memory daemon."""
@@ -268,6 +278,10 @@ class DaemonConfig:
     #: Port on 127.0.0.1 where ``dexai daemon`` serves the local API and the panel (the same as
     #: ``dexai panel``, which then opens it); 0 = the daemon serves none.
     api_port: int = field(default=8765, metadata=_check(0, 65_535))
+    #: Port on 127.0.0.1 where the daemon answers the plugin's ``http`` hooks (UserPromptSubmit,
+    #: PostToolUse, Stop) with no process start; 0 = off. The plugin's hooks/hooks.json names this
+    #: port: change both together. See :mod:`dexai_memory.hooks.http_server`.
+    http_port: int = field(default=DEFAULT_HOOK_HTTP_PORT, metadata=_check(0, 65_535))
 
 
 @dataclass(frozen=True)

@@ -294,6 +294,13 @@ class MemoryDaemon:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
+        """Run ``coro`` as one of the daemon's background tasks (cancelled by :meth:`stop`); a
+        failure is logged. For work a hook's answer need not wait for (retrieval counters)."""
+        task = self._spawn(coro, name)
+        task.add_done_callback(_log_failure)
+        return task
+
     async def _supervise(self, name: str, factory: Callable[[], Awaitable[None]], pause: float = 1.0) -> None:
         """Run ``factory()`` until cancelled; log and restart it after ``pause`` if it crashes."""
         while True:
@@ -558,6 +565,11 @@ def socket_ops(daemon: MemoryDaemon) -> dict[str, Callable[[dict[str, Any]], Awa
         return {}
 
     return {"ping": ping, "enqueue": enqueue, "flush": flush, "health": health, "queue.notify": notify}
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
 
 def _local_tz() -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +56,24 @@ class HookActions:
 
     def __init__(self, settings: Settings, provider: MemoryProvider, *,
                  flush: Callable[[], Awaitable[Any] | Any] | None = None,
-                 schedule_consolidation: Callable[[str], Awaitable[Any] | Any] | None = None):
+                 schedule_consolidation: Callable[[str], Awaitable[Any] | Any] | None = None,
+                 spawn: Callable[[Coroutine[Any, Any, Any], str], Any] | None = None):
         self.settings = settings
         self.provider = provider
         self._flush = flush
         self._schedule = schedule_consolidation
+        self._spawn = spawn
 
     async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
                      exclude_ids: Sequence[str] = ()) -> RecallResult:
-        """Auto-recall for a prompt (see :func:`dexai_memory.recall.ranking.auto_recall`)."""
-        return await auto_recall(self.provider, user_id, prompt, recent, self.settings, project=project,
-                                 exclude_ids=exclude_ids, record_retrieval=True)
+        """Auto-recall for a prompt (see :func:`dexai_memory.recall.ranking.auto_recall`), counting the
+        injected memories as retrieved; with ``spawn`` (the daemon's background tasks) that write is made
+        after the answer, not while the user waits."""
+        result = await auto_recall(self.provider, user_id, prompt, recent, self.settings, project=project,
+                                   exclude_ids=exclude_ids, record_retrieval=self._spawn is None)
+        if self._spawn is not None and result.memories:
+            self._spawn(self.provider.record_retrieval(result.memory_ids, user_id=user_id), "record-retrieval")
+        return result
 
     async def l1(self, *, user_id: str, query: str | None = None, recent: Sequence[str] = (),
                  project: str | None = None, session_id: str | None = None,
@@ -151,7 +158,8 @@ class HookActions:
 def actions_for_daemon(daemon: Any) -> HookActions:
     """:class:`HookActions` on a running ``MemoryDaemon`` (its provider, settings and flush)."""
     return HookActions(daemon.settings, daemon.provider, flush=getattr(daemon, "flush", None),
-                       schedule_consolidation=getattr(daemon, "schedule_consolidation", None))
+                       schedule_consolidation=getattr(daemon, "schedule_consolidation", None),
+                       spawn=getattr(daemon, "spawn", None))
 
 
 def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:

@@ -51,6 +51,7 @@ package (models, tokens, block), so the command-hook fast path reuses it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -147,6 +148,13 @@ def content_terms(text: str) -> list[str]:
     return list(out)
 
 
+@functools.lru_cache(maxsize=4096)
+def _memory_terms(content: str) -> tuple[str, ...]:
+    """:func:`content_terms` of a memory's content, cached: recall scores the same memories prompt
+    after prompt (the daemon's hot path), ~1 ms a recall."""
+    return tuple(content_terms(content))
+
+
 def entities(text: str) -> set[str]:
     """Cheap named-entity guess: capitalised words not starting a sentence, CamelCase,
     ACRONYMS, snake_case identifiers, #numbers and versions (lower-cased)."""
@@ -200,7 +208,7 @@ def lexical_relevance(query_terms: Sequence[str], content: str) -> float:
     the memory's words found in the query when at least two match."""
     if not query_terms:
         return 0.0
-    mem_terms = content_terms(content)
+    mem_terms = _memory_terms(content)
     if not mem_terms:
         return 0.0
     mem_set = set(mem_terms)
@@ -294,7 +302,7 @@ class VisibleContext:
         content = _norm(memory.content)
         if content and content in self.norm:
             return True
-        terms = content_terms(memory.content)
+        terms = _memory_terms(memory.content)
         if len(terms) >= 3:
             return sum(1 for t in terms if t in self.terms) / len(terms) >= 0.9
         return False

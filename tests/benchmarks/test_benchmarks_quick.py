@@ -143,3 +143,29 @@ def test_bench_command_lists_and_rejects_unknown(monkeypatch: pytest.MonkeyPatch
 def test_find_repo_root_falls_back_to_the_editable_checkout(tmp_path: Path) -> None:
     # outside any checkout, the repository next to the (editable) package is used
     assert find_repo_root(tmp_path) == REPO
+
+
+@pytest.mark.slow
+def test_scale_bench_quick(tmp_path: Path) -> None:
+    data = run_quick("scale_bench", tmp_path)
+    assert data["benchmark"] == "scale"
+    runs = data["results"]
+    assert {"1x1000", "1x10000"} <= set(runs)
+    for run in (runs["1x1000"], runs["1x10000"]):
+        assert run["recall"]["n"] == 100
+        assert 0 < run["recall"]["p50_ms"] <= run["recall"]["p95_ms"]
+        assert run["db_bytes"] > 0 and run["rss_mb"] > 0
+        assert nonneg(run["add_one_at_a_time_per_s"])
+    assert runs["1x10000"]["db_bytes"] > 5 * runs["1x1000"]["db_bytes"]
+
+
+@pytest.mark.slow
+def test_vectors_bench_quick(tmp_path: Path) -> None:
+    data = run_quick("vectors_bench", tmp_path)
+    assert data["benchmark"] == "vectors"
+    for option in ("minilm", "minilm-no-transcripts", "static"):
+        run = data["results"][option]
+        assert run["turns"] == 150
+        assert run["report"]["vectors_pending"] == 0
+        assert nonneg(run["turns_per_s"])
+    assert data["results"]["texts"]["distinct"] <= data["results"]["texts"]["texts"]

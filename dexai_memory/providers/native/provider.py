@@ -67,7 +67,7 @@ class NativeProvider(MemoryProvider):
         #: The file and its connection; a write still finding the database locked after
         #: ``busy_timeout_ms`` is retried for ``busy_retry_seconds``, then fails with StorageError.
         self.database = Database(self.path, busy_timeout_ms=busy_timeout_ms, busy_retry_seconds=busy_retry_seconds)
-        self.vectors = Vectors(self.database)
+        self.vectors = Vectors(self.database, ann_threshold=self.search_config.ann_threshold)
         self.backup_path: Path | None = None
         self.contradiction_log = NativeContradictionLog(self.database)
 
