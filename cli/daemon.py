@@ -25,6 +25,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -227,17 +228,44 @@ def status(ctx: Context) -> None:
 def http_token(ctx: Context) -> None:
     """Print the token of the daemon's HTTP hooks (made on first use, 0600 in the data directory).
 
-    With the daemon running, the plugin's http hooks answer prompts and finished turns with no
-    process start, once Claude Code has the token in its environment, e.g. in your shell profile:
-
-    \b
-      export DEXAI_HOOK_TOKEN="$(dexai daemon http-token)"
-
-    or in ~/.claude/settings.json: {"env": {"DEXAI_HOOK_TOKEN": "<the token>"}}. Without it the
-    command hooks do the work, as before.
+    `dexai daemon http-hooks --install` puts it, with the http hooks, into ~/.claude/settings.json.
     """
     from dexai_memory.hooks.http_server import hook_token
 
     ensure_home(ctx.settings.home)
     token = hook_token(ctx.settings.home)
     ctx.emit({"token": token, "port": ctx.settings.daemon.http_port}, token)
+
+
+@daemon.command("http-hooks")
+@click.option("--install", is_flag=True,
+              help="Write them into the Claude Code user settings (~/.claude/settings.json, or --settings-file).")
+@click.option("--settings-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The Claude Code settings file to write (default: ~/.claude/settings.json).")
+@common_options
+def http_hooks(ctx: Context, install: bool, settings_file: Path | None) -> None:
+    """Turn on the daemon's HTTP hooks (opt-in): prompts and finished turns answered with no process start.
+
+    Prints the Claude Code settings (the http hooks for UserPromptSubmit, PostToolUse and Stop, and the
+    token in `env`); --install merges them into ~/.claude/settings.json, keeping everything else. The
+    plugin itself sends nothing over HTTP: on a machine shared with other users, only turn this on if no
+    one else can bind 127.0.0.1:<daemon.http_port>. With the daemon down, the plugin's command hooks
+    answer as before.
+    """
+    from dexai_memory.hooks.http_server import hook_token, http_hook_settings, install_http_hooks
+
+    port = ctx.settings.daemon.http_port
+    if not port:
+        fail("daemon.http_port is 0: the daemon serves no HTTP hooks; set a port first")
+    ensure_home(ctx.settings.home)
+    token = hook_token(ctx.settings.home)
+    if not install:
+        ctx.emit(http_hook_settings(port, token))
+        return
+    target = settings_file or Path.home() / ".claude" / "settings.json"
+    try:
+        install_http_hooks(target, port, token)
+    except (OSError, ValueError) as exc:
+        fail(f"could not write {target}: {exc}")
+    ctx.emit({"installed": str(target), "port": port},
+             f"HTTP hooks on 127.0.0.1:{port} written to {target} (restart Claude Code sessions to use them)")

@@ -253,7 +253,7 @@ class HooksConfig:
     inline_flush_seconds: float = field(default=10.0, metadata=_check(0.0, 55.0))
 
 
-#: The port of the plugin's http hooks (hooks/hooks.json), see ``daemon.http_port``.
+#: The port of the daemon's opt-in http hooks, see ``daemon.http_port``.
 DEFAULT_HOOK_HTTP_PORT = 47019
 
 
@@ -278,9 +278,9 @@ class DaemonConfig:
     #: Port on 127.0.0.1 where ``dexai daemon`` serves the local API and the panel (the same as
     #: ``dexai panel``, which then opens it); 0 = the daemon serves none.
     api_port: int = field(default=8765, metadata=_check(0, 65_535))
-    #: Port on 127.0.0.1 where the daemon answers the plugin's ``http`` hooks (UserPromptSubmit,
-    #: PostToolUse, Stop) with no process start; 0 = off. The plugin's hooks/hooks.json names this
-    #: port: change both together. See :mod:`dexai_memory.hooks.http_server`.
+    #: Port on 127.0.0.1 where the daemon answers the opt-in ``http`` hooks (UserPromptSubmit,
+    #: PostToolUse, Stop) with no process start; 0 = off. ``dexai daemon http-hooks --install`` writes
+    #: it into the Claude Code settings (run it again after a change). See :mod:`dexai_memory.hooks.http_server`.
     http_port: int = field(default=DEFAULT_HOOK_HTTP_PORT, metadata=_check(0, 65_535))
 
 

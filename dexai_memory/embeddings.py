@@ -191,7 +191,7 @@ STATIC_SIF = 1e-3
 
 def static_table_path() -> Path:
     """Where the static table is kept: ``<data dir>/models/static-minilm.npz``."""
-    from .config import home_dir
+    from .datadir import home_dir
 
     return home_dir() / "models" / "static-minilm.npz"
 

@@ -3,9 +3,15 @@
 A command hook is a new process per event (~100 ms on 2 cores, half of it a
 bare interpreter). Claude Code (2.1.330, the CLI bundled in claude-agent-sdk)
 also runs hooks of ``"type": "http"``: it POSTs the hook's JSON input to a URL
-and reads the answer exactly like a command hook's stdout. The plugin's
-``hooks/hooks.json`` declares, for ``UserPromptSubmit``, ``PostToolUse`` and
-``Stop``, both an http hook to this server and the command hook:
+and reads the answer exactly like a command hook's stdout.
+
+Opt-in: the plugin's ``hooks/hooks.json`` declares command hooks only, so no
+prompt is ever sent to a port unless the user asks for it (on a shared
+machine another user could hold the port). ``dexai daemon http-hooks
+--install`` writes :func:`http_hook_settings` (the http hooks for
+``UserPromptSubmit``, ``PostToolUse`` and ``Stop`` and the token) into
+``~/.claude/settings.json``; Claude Code then runs both those http hooks and
+the plugin's command hooks:
 
 * daemon up: this server answers (:func:`~dexai_memory.hooks.events.handle`
   on the daemon's provider and queue, :class:`~dexai_memory.hooks.sdk.InProcessBackend`),
@@ -25,8 +31,8 @@ command hook: 2.1.330 does not call http hooks for it (measured).
 
 Security: 127.0.0.1 only; every request needs ``Authorization: Bearer <token>``
 (the token: :data:`TOKEN_FILE` in the data directory, mode 0600, made once);
-Claude Code sends it from ``$DEXAI_HOOK_TOKEN`` (hooks.json lists it in
-``allowedEnvVars``), which the user exports (``dexai daemon http-token``).
+Claude Code sends it from ``$DEXAI_HOOK_TOKEN`` (the settings' ``env``, listed
+in the hooks' ``allowedEnvVars``).
 Without a valid token the answer is ``{}`` and nothing is read or written.
 
 The user's identity comes from headers Claude Code fills from its own
@@ -52,7 +58,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings, private_file
+from ..config import Settings
+from ..datadir import private_file
 from .events import HookContext, handle
 from .state import EVENTS
 
@@ -235,3 +242,49 @@ class HookHttpServer:
                                              timeout=EVENT_TIMEOUT)
         return HookContext(settings=self.settings, backend=self._backend, user_id=user_id, project=None,
                            source="claude-code")
+
+
+#: Claude Code hook event -> our event name, for the events answered over HTTP.
+HTTP_HOOK_EVENTS = {"UserPromptSubmit": "user-prompt-submit", "PostToolUse": "post-tool-use", "Stop": "stop"}
+_FORWARDED_ENV = ("DEXAI_HOOK_TOKEN", "DEXAI_MEMORY_USER", "USER", "DEXAI_MEMORY_PROJECT", "DEXAI_MEMORY_DISABLED")
+
+
+def http_hook_settings(port: int, token: str) -> dict[str, Any]:
+    """The Claude Code settings that turn the HTTP hooks on: the token in ``env`` and, for each of
+    :data:`HTTP_HOOK_EVENTS`, an http hook to ``127.0.0.1:port`` carrying it and the user's identity."""
+    headers = {"Authorization": "Bearer ${DEXAI_HOOK_TOKEN}", "X-Dexai-User": "${DEXAI_MEMORY_USER}",
+               "X-Dexai-Login": "${USER}", "X-Dexai-Project": "${DEXAI_MEMORY_PROJECT}",
+               "X-Dexai-Disabled": "${DEXAI_MEMORY_DISABLED}"}
+    hooks: dict[str, Any] = {}
+    for name, event in HTTP_HOOK_EVENTS.items():
+        group: dict[str, Any] = {"hooks": [{"type": "http", "url": f"http://127.0.0.1:{port}/hooks/{event}",
+                                            "headers": headers, "allowedEnvVars": list(_FORWARDED_ENV),
+                                            "timeout": 5}]}
+        if name == "PostToolUse":
+            group["matcher"] = "*"
+        hooks[name] = [group]
+    return {"env": {"DEXAI_HOOK_TOKEN": token}, "hooks": hooks}
+
+
+def install_http_hooks(settings_file: Path, port: int, token: str) -> dict[str, Any]:
+    """Merge :func:`http_hook_settings` into a Claude Code settings file (made if missing): the token
+    set, our http hooks replaced (never twice), everything else kept. Returns the new settings."""
+    current: dict[str, Any] = {}
+    if settings_file.exists():
+        loaded = json.loads(settings_file.read_text(encoding="utf-8") or "{}")
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{settings_file} does not hold a JSON object")
+        current = loaded
+    wanted = http_hook_settings(port, token)
+    current.setdefault("env", {}).update(wanted["env"])
+    all_hooks = current.setdefault("hooks", {})
+    for name, groups in wanted["hooks"].items():
+        kept = [g for g in all_hooks.get(name, [])
+                if not any(h.get("type") == "http" and "/hooks/" in str(h.get("url", ""))
+                           and "127.0.0.1" in str(h.get("url", "")) for h in g.get("hooks", []))]
+        all_hooks[name] = kept + groups
+    settings_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = settings_file.with_name(settings_file.name + ".tmp")
+    tmp.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, settings_file)
+    return current

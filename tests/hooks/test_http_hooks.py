@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 
 from dexai_memory.config import DEFAULT_HOOK_HTTP_PORT, load_settings
 from dexai_memory.daemon import MemoryDaemon
-from dexai_memory.hooks.http_server import HTTP_FILE, TOKEN_FILE, HookHttpServer
+from dexai_memory.hooks.http_server import HTTP_FILE, TOKEN_FILE, HookHttpServer, http_hook_settings
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession.rules import OfflineClassifier
@@ -32,7 +31,7 @@ FACT = "The deploy password hint is PINEAPPLE-42"
 async def served(isolated_home: Path) -> AsyncIterator[HookHttpServer]:
     settings = load_settings()
     async with NativeProvider(settings.db_path, embedder=None) as provider:
-        await provider.add(Memory(content=FACT, user_id="alice", importance=8))
+        await provider.add(Memory(content=FACT, user_id="alice", importance=5))  # below the persistent context: only recall brings it
         daemon = MemoryDaemon(settings, provider, classifier=OfflineClassifier(), summarizer=JoinSummarizer(),
                               extractor=EchoExtractor())
         await daemon.start()
@@ -131,19 +130,42 @@ def test_launcher_defers_to_a_live_http_daemon_only(isolated_home: Path) -> None
     assert run_launcher("stop", env)[0] == "{}"
 
 
-def test_hooks_json_http_hooks_match_the_server() -> None:
+def test_the_plugin_sends_nothing_over_http_unless_the_user_opts_in() -> None:
     hooks = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]
-    urls = {}
-    for name, groups in hooks.items():
-        for group in groups:
-            for hook in group["hooks"]:
-                if hook["type"] == "http":
-                    urls[name] = hook["url"]
-                    assert set(hook["allowedEnvVars"]) >= {"DEXAI_HOOK_TOKEN", "DEXAI_MEMORY_USER"}
-            assert any(h["type"] == "command" for h in group["hooks"])  # the fallback stays
+    assert all(h["type"] == "command" for groups in hooks.values() for g in groups for h in g["hooks"])
+
+
+def test_http_hook_settings_match_the_server() -> None:
+    wanted = http_hook_settings(DEFAULT_HOOK_HTTP_PORT, "tok")
+    assert wanted["env"] == {"DEXAI_HOOK_TOKEN": "tok"}
+    urls = {name: groups[0]["hooks"][0]["url"] for name, groups in wanted["hooks"].items()}
     assert urls == {name: f"http://127.0.0.1:{DEFAULT_HOOK_HTTP_PORT}/hooks/{event}" for name, event in
                     (("UserPromptSubmit", "user-prompt-submit"), ("PostToolUse", "post-tool-use"),
                      ("Stop", "stop"))}
+    for groups in wanted["hooks"].values():
+        assert set(groups[0]["hooks"][0]["allowedEnvVars"]) >= {"DEXAI_HOOK_TOKEN", "DEXAI_MEMORY_USER"}
+
+
+def test_install_merges_into_the_users_claude_settings(isolated_home: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dexai_memory.cli.main import cli
+
+    target = tmp_path / ".claude" / "settings.json"
+    target.parent.mkdir()
+    mine = {"model": "opus", "env": {"FOO": "1"},
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    target.write_text(json.dumps(mine))
+    for _ in range(2):  # twice: our hooks are replaced, never doubled
+        res = CliRunner().invoke(cli, ["daemon", "http-hooks", "--install", "--settings-file", str(target)])
+        assert res.exit_code == 0, res.output
+    written = json.loads(target.read_text())
+    token = (isolated_home / TOKEN_FILE).read_text().strip()
+    assert written["model"] == "opus" and written["env"] == {"FOO": "1", "DEXAI_HOOK_TOKEN": token}
+    stop = [h for g in written["hooks"]["Stop"] for h in g["hooks"]]
+    assert [h["type"] for h in stop] == ["command", "http"]
+    printed = json.loads(CliRunner().invoke(cli, ["daemon", "http-hooks"]).output)
+    assert printed == http_hook_settings(DEFAULT_HOOK_HTTP_PORT, token)
 
 
 @pytest.mark.e2e
@@ -151,13 +173,9 @@ async def test_real_cli_is_answered_over_http(tmp_path: Path, served: HookHttpSe
     from dexai_memory.testing.fakeapi import FakeMessagesAPI, text_of
     from dexai_memory.testing.harness import arun_claude
 
-    plugin = tmp_path / "plugin"
-    shutil.copytree(REPO / ".claude-plugin", plugin / ".claude-plugin")
-    shutil.copytree(REPO / "hooks", plugin / "hooks")
-    hooks_json = plugin / "hooks" / "hooks.json"
-    hooks_json.write_text(hooks_json.read_text().replace(f"127.0.0.1:{DEFAULT_HOOK_HTTP_PORT}/",
-                                                         f"127.0.0.1:{served.port}/"))
+    plugin = REPO  # the plugin as shipped: command hooks only
     token = (served.settings.home / TOKEN_FILE).read_text().strip()
+    opted_in = http_hook_settings(served.port, token)  # what `dexai daemon http-hooks --install` writes
     (tmp_path / "project").mkdir()
     # the Python the launcher runs, through a wrapper that logs which events started it
     starts = tmp_path / "python-starts.log"
@@ -170,7 +188,7 @@ async def test_real_cli_is_answered_over_http(tmp_path: Path, served: HookHttpSe
     with FakeMessagesAPI() as api:
         res = await arun_claude("What is the deploy password hint?", home=tmp_path / "claude-home",
                                 base_url=api.base_url, cwd=tmp_path / "project", plugin_dirs=[plugin], env=env,
-                                timeout=180)
+                                settings=opted_in, timeout=180)
         assert res.returncode == 0, res.stderr
         assert FACT in text_of(api.message_requests()[0])
         text = text_of(api.message_requests()[0])

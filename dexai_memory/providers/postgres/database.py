@@ -40,7 +40,7 @@ def redact(dsn: str) -> str:
         return "<unparsable connection string>"
     if parts.get("password"):
         parts["password"] = "***"
-    return make_conninfo(**{k: v for k, v in parts.items() if v is not None})
+    return make_conninfo("", **{k: v for k, v in parts.items() if v is not None})
 
 
 class Database:
