@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,33 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DEXAI_CLAUDE_CODE_CLI", "none")
     monkeypatch.delenv("DEXAI_EXTRACTOR", raising=False)
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_daemon_outlives_the_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Stop every ``dexai daemon run`` serving a data directory under this run's temporary directory
+    (daemons the hooks autostarted in e2e tests would otherwise idle on for 30 minutes)."""
+    yield
+    import signal
+    import time
+
+    base = str(tmp_path_factory.getbasetemp())
+    pids = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        try:
+            words = [w.decode(errors="replace") for w in (entry / "cmdline").read_bytes().split(b"\0")]
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and "daemon" in words and "--home" in words \
+                and words[words.index("--home") + 1 if words.index("--home") + 1 < len(words) else 0].startswith(base):
+            pids.append(int(entry.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 5
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+            time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
