@@ -42,7 +42,17 @@ class _Notice:
             logger.warning("%s: the offline one answers: %s", self.what, exc)
 
 
-class FallbackExtractor(Extractor):
+class _ModelFirst:
+    """What the three wrappers share: their ``model`` implementation is closed with them."""
+
+    async def aclose(self) -> None:
+        """Close the model implementation."""
+        close = getattr(getattr(self, "model", None), "aclose", None)
+        if close is not None:
+            await close()
+
+
+class FallbackExtractor(_ModelFirst, Extractor):
     """``model`` while it can be asked, ``offline`` when it cannot."""
 
     def __init__(self, model: Extractor, offline: Extractor):
@@ -57,14 +67,8 @@ class FallbackExtractor(Extractor):
             self.notice(exc)
             return await self.offline.extract(turns, context)
 
-    async def aclose(self) -> None:
-        """Close the model implementation."""
-        close = getattr(self.model, "aclose", None)
-        if close is not None:
-            await close()
 
-
-class FallbackClassifier(UpdateClassifier):
+class FallbackClassifier(_ModelFirst, UpdateClassifier):
     """``model`` while it can be asked, ``offline`` when it cannot."""
 
     def __init__(self, model: UpdateClassifier, offline: UpdateClassifier):
@@ -79,14 +83,8 @@ class FallbackClassifier(UpdateClassifier):
             self.notice(exc)
             return await self.offline.classify(new_fact, existing)
 
-    async def aclose(self) -> None:
-        """Close the model implementation."""
-        close = getattr(self.model, "aclose", None)
-        if close is not None:
-            await close()
 
-
-class FallbackSummarizer(Summarizer):
+class FallbackSummarizer(_ModelFirst, Summarizer):
     """``model`` while it can be asked, ``offline`` when it cannot."""
 
     def __init__(self, model: Summarizer, offline: Summarizer):
@@ -100,9 +98,3 @@ class FallbackSummarizer(Summarizer):
         except ModelUnavailable as exc:
             self.notice(exc)
             return await self.offline.summarize(contents)
-
-    async def aclose(self) -> None:
-        """Close the model implementation."""
-        close = getattr(self.model, "aclose", None)
-        if close is not None:
-            await close()

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..datadir import ensure_home, private_file
+from ..extraction.usage import Usage
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -286,13 +287,9 @@ def _count(db: sqlite3.Connection, pk: str, sid: str, entry: Mapping[str, Any]) 
                            "VALUES (?, ?, ?, ?)", (pk, sid, block["id"], str(block.get("name") or "?")))
         usage = message.get("usage")
         if isinstance(usage, Mapping) and isinstance(message.get("id"), str):
-            def n(name: str) -> int:
-                value = usage.get(name)
-                return value if isinstance(value, int) and value > 0 else 0
-
+            tokens = Usage.of(usage)
             db.execute("INSERT OR REPLACE INTO usage VALUES (?, ?, ?, ?, ?)",
-                       (pk, sid, message["id"], n("input_tokens") + n("cache_creation_input_tokens")
-                        + n("cache_read_input_tokens"), n("output_tokens")))
+                       (pk, sid, message["id"], tokens.input_tokens, tokens.output_tokens))
     elif entry.get("type") == "user":
         for block in blocks:
             if block.get("type") == "tool_result" and block.get("is_error") and isinstance(block.get("tool_use_id"),
