@@ -50,8 +50,12 @@ async def test_ann_index_serves_large_users_and_follows_writes(tmp_path: Path) -
         for query in ("cello drums", "sourdough bread river", "chess pottery", "sailing mountain garden"):
             got = await p.search(query, user_id="u", limit=10)
             want = await exact.search(query, user_id="u", limit=10)
-            # the same neighbours up to ties (many texts share their words), with the exact similarities
-            assert [r.similarity for r in got] == pytest.approx([r.similarity for r in want], abs=1e-6)
+            # an approximate index: nearly the same neighbours, judged by similarity since many texts tie
+            # (HNSW may miss one under load), and never a similarity above the exact top-10's
+            want_sims = [r.similarity for r in want]
+            assert got[0].similarity == pytest.approx(want_sims[0], abs=1e-6)
+            assert all(r.similarity <= want_sims[0] + 1e-6 for r in got)
+            assert sum(r.similarity >= want_sims[-1] - 1e-6 for r in got) >= 8, (query, got, want)
         # writes after the build reach the graph
         new = await p.add(Memory("theremin theremin theremin", user_id="u"))
         assert (await p.search("theremin", user_id="u", limit=1))[0].memory.id == new.id
