@@ -162,9 +162,9 @@ async def _postgres_checks(settings: Settings) -> list[Check]:
 def write_probe(path: Path, *, stdlib: bool = False) -> str | None:
     """Try a real write to the SQLite file ``path`` (a table created and rolled back): None if it
     can be written, else why not (a read-only file or directory, a full disk)."""
-    import sqlean
+    from dexai_memory.providers.native.driver import store_sqlite
 
-    driver: Any = sqlite3 if stdlib else sqlean
+    driver: Any = sqlite3 if stdlib else store_sqlite()
     try:
         conn = driver.connect(str(path), timeout=2.0, isolation_level=None)
         try:

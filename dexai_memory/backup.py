@@ -27,11 +27,13 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 
 from .capture.queue import QUEUE_FILENAME
 from .config import Settings
 from .datadir import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, tighten
 from .errors import StorageError
+from .providers.native.driver import store_sqlite
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +79,17 @@ def _databases(settings: Settings) -> list[str]:
     return [settings.storage.db_filename, QUEUE_FILENAME]
 
 
-def _copy(src: Path, dest: Path) -> None:
-    """Online backup of ``src`` into a new file ``dest`` (0600), checked, written under a temporary name."""
+def _copy(src: Path, dest: Path, driver: ModuleType) -> None:
+    """Online backup of ``src`` into a new file ``dest`` (0600), checked, written under a temporary name,
+    with ``driver`` (the SQLite library that opens ``src`` in this process, see
+    :mod:`~dexai_memory.providers.native.driver`)."""
     tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
     tmp.unlink(missing_ok=True)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
     try:
-        source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=LOCK_TIMEOUT)
+        source = driver.connect(f"file:{src}?mode=ro", uri=True, timeout=LOCK_TIMEOUT)
         try:
-            target = sqlite3.connect(tmp)
+            target = driver.connect(tmp)
             try:
                 source.backup(target)
                 target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
@@ -97,7 +101,7 @@ def _copy(src: Path, dest: Path) -> None:
         if check != "ok":
             raise StorageError(f"the copy of {src} failed its check ({check}); the source may be damaged")
         os.replace(tmp, dest)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, driver.Error) as exc:
         raise StorageError(f"cannot back up {src}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
@@ -125,7 +129,7 @@ def create_backup(settings: Settings, dest: Path | None = None, *, now: datetime
     target.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
     try:
         for name, src in sources:
-            _copy(src, target / name)
+            _copy(src, target / name, store_sqlite() if name == settings.storage.db_filename else sqlite3)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
@@ -237,7 +241,7 @@ def restore_backup(settings: Settings, source: Path, *, queue: bool = False) -> 
     stamp, restored, aside = _stamp(), [], []
     for src, dest in pairs:
         tmp = dest.with_name(f".{dest.name}.restoring-{os.getpid()}")
-        _copy(src, tmp)
+        _copy(src, tmp, sqlite3)  # neither file is open in this process
         for suffix in ("", "-wal", "-shm"):
             current = dest.with_name(dest.name + suffix)
             if current.exists():

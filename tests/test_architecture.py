@@ -214,3 +214,24 @@ def test_every_package_ships_in_the_wheel() -> None:
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     folders = {m for m in MODULES if _is_package(m)}
     assert not folders - listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(folders - listed)}"
+
+
+#: The modules that open SQLite files with the stdlib ``sqlite3`` (the queue, the session store, the
+#: replay log, backup copies); the memory database is opened through
+#: :func:`dexai_memory.providers.native.driver.store_sqlite` only, so one process never has it open
+#: in two copies of SQLite (see that module).
+STDLIB_SQLITE_USERS = {
+    f"{PACKAGE}.capture.queue_file", f"{PACKAGE}.sessions.store", f"{PACKAGE}.providers.fallback",
+    f"{PACKAGE}.backup", f"{PACKAGE}.cli.doctor", f"{PACKAGE}.providers.native.driver",
+}
+
+
+def test_the_memory_database_is_opened_by_one_sqlite_library() -> None:
+    found = set()
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "sqlite3"):
+                found.add(module)
+    assert found <= STDLIB_SQLITE_USERS, f"stdlib sqlite3.connect in {sorted(found - STDLIB_SQLITE_USERS)}"
+    assert f"{PACKAGE}.capture.queue_file" in found  # the checker sees calls

@@ -143,3 +143,46 @@ def test_corrupt_database_message_points_at_restore_backup(isolated_home: Path) 
     assert result.exit_code == 1 and "dexai memory restore-backup" in result.output
     doctor = dexai("memory", "doctor")
     assert "dexai memory restore-backup" in doctor.output
+
+
+BACKUP_BESIDE_WRITES = """
+import asyncio, sys, threading
+from dexai_memory.backup import create_backup
+from dexai_memory.config import load_settings
+from dexai_memory.models import Memory
+from dexai_memory.providers.native import NativeProvider
+
+async def main() -> None:
+    settings = load_settings()
+    async with NativeProvider(settings.db_path, embedder=None) as provider:
+        stop = threading.Event()
+        async def write() -> int:
+            n = 0
+            while not stop.is_set():
+                await provider.add(Memory(content=f"Sam note {n} " + "x" * 200, user_id="sam"))
+                n += 1
+            return n
+        writer = asyncio.create_task(write())
+        for _ in range(40):
+            await asyncio.to_thread(create_backup, settings, settings.home / "copies" / str(_))
+        stop.set()
+        written = await writer
+        assert len(await provider.list(user_id="sam", limit=100000)) == written
+    print("OK", written)
+
+asyncio.run(main())
+"""
+
+
+def test_backups_run_beside_the_providers_writes_in_one_process(isolated_home: Path) -> None:
+    """What the daemon does: its scheduled backup copies memory.db while its provider writes. Both must
+    use one SQLite library (two copies in one process share POSIX locks and reset each other's WAL
+    index: the process died of SIGBUS when the backup used the stdlib beside the provider's sqlean)."""
+    import subprocess
+    import sys
+
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run([sys.executable, "-c", BACKUP_BESIDE_WRITES], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "DEXAI_MEMORY_HOME": str(isolated_home)})
+    assert run.returncode == 0 and run.stdout.startswith("OK"), (run.returncode, run.stderr[-2000:])
+    assert len(list((isolated_home / "copies").iterdir())) == 40

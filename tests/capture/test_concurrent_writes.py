@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from dexai_memory.capture.queue import QueueError, enqueue_turn
 from dexai_memory.errors import StorageError
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.providers.native.driver import store_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS, PER_HOOK, IMPORTED = 8, 12, 5000
@@ -33,7 +35,7 @@ def test_concurrent_hooks_and_an_import_lose_no_write(tmp_path: Path) -> None:
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0 and out.strip() == "OK", err[-2000:]
-    with sqlite3.connect(home / "memory.db") as conn:
+    with closing(store_sqlite().connect(home / "memory.db")) as conn:
         assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == IMPORTED + HOOKS * PER_HOOK
     with sqlite3.connect(home / "queue.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == HOOKS * PER_HOOK

@@ -5,8 +5,8 @@ Nothing is started by the test but Claude Code."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.extraction.claude_code import CLI_ENV, bundled_cli
 from dexai_memory.extraction.usage import TokenLedger
+from dexai_memory.providers.native.driver import store_sqlite
 from dexai_memory.recall.block import FENCE_OPEN
 from dexai_memory.testing.fakeapi import FakeMessagesAPI, text_of
 from tests.extraction.test_claude_code import FakeHaiku, is_classification, is_extraction
@@ -43,7 +44,7 @@ def test_the_daemon_extracts_through_the_users_claude_code_sign_in(tmp_path: Pat
         stored: list[str] = []
         while time.monotonic() < deadline:
             if settings.db_path.exists():
-                with sqlite3.connect(settings.db_path) as db:
+                with closing(store_sqlite().connect(settings.db_path)) as db:
                     stored = [r[0] for r in db.execute("SELECT content FROM memories WHERE deleted = 0")]
                 if all(n["content"] in stored for n in NOTES):
                     break

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.hooks.state import project_key
+from dexai_memory.providers.native.driver import store_sqlite
 
 SECRET = "sk-ant-api03-" + "Zq7Xr2Lm9Vt4Bn8Kc1Pw6Hy3Jd5Fs0Ga" * 2
 PRIVATE = "<private>my bank PIN is 4417</private>"
@@ -178,7 +180,7 @@ def test_invalid_utf8_and_nul_bytes_are_cleaned_at_the_entry(isolated_home: Path
     rows = sqlite3.connect(isolated_home / "queue.db").execute("SELECT payload FROM jobs").fetchall()
     assert rows and all("\x00" not in r[0] and "\\u0000" not in r[0] for r in rows)
     assert hook("pre-compact", {**base, "trigger": "manual"}, isolated_home).returncode == 0
-    with sqlite3.connect(isolated_home / "memory.db") as db:
+    with closing(store_sqlite().connect(isolated_home / "memory.db")) as db:
         contents = [r[0] for r in db.execute("SELECT content FROM memories")]
         dead = sqlite3.connect(isolated_home / "queue.db").execute("SELECT COUNT(*) FROM dead_letters").fetchone()
     assert any("Lisbon" in c for c in contents) and not any("\x00" in c for c in contents)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ import pytest
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.daemon_control import lock_held, read_pid, stop, wait_until_answering
+from dexai_memory.providers.native.driver import store_sqlite
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
 from dexai_memory.testing.fakeapi import (
     FakeMessagesAPI,
@@ -166,12 +168,11 @@ def test_sigkilled_daemon_is_replaced_and_nothing_is_lost_or_stored_twice(tmp_pa
         assert second is not None and second != first
         assert daemons_for(mem_home) == [second]
 
-    import sqlite3
 
     with ExtractionQueue.from_settings(settings) as queue:
         stats = queue.stats()
     assert stats.dead == 0 and stats.pending == 0
-    with sqlite3.connect(settings.db_path) as db:
+    with closing(store_sqlite().connect(settings.db_path)) as db:
         rows = db.execute("SELECT content FROM memories WHERE deleted = 0 AND type NOT IN "
                           "('SNAPSHOT', 'TRANSCRIPT')").fetchall()
     contents = [r[0] for r in rows]
@@ -223,9 +224,7 @@ def test_facts_said_without_any_compaction_reach_the_next_session(
         run.last_session_id = None
         run("Good morning.").check()
         assert_recalled(api.message_requests()[0], PROFILE_KEYS, "first request of the next session")
-    import sqlite3
-
-    with sqlite3.connect(load_settings(home=mem_home).db_path) as db:
+    with closing(store_sqlite().connect(load_settings(home=mem_home).db_path)) as db:
         stored = " ".join(r[0] for r in db.execute("SELECT content FROM memories WHERE deleted = 0"))
     for key in KEYS:
         assert key in stored, f"{key} was not captured: {stored}"

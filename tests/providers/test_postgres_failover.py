@@ -15,10 +15,12 @@ import os
 import subprocess
 import sys
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from dexai_memory.providers.native.driver import store_sqlite
 from tests import postgres_server
 
 pytestmark = pytest.mark.skipif(not postgres_server.available(), reason="needs the dev extra (psycopg, pgserver)")
@@ -104,7 +106,5 @@ def test_two_machines_write_through_an_outage_nothing_lost_nothing_twice(tmp_pat
         # the outage really happened: each machine's native store took writes while the server was down
         for name in MACHINES:
             native = tmp_path / name / "memory.db"
-            import sqlite3
-
-            with sqlite3.connect(native) as db:
+            with closing(store_sqlite().connect(native)) as db:
                 assert db.execute("SELECT COUNT(*) FROM memories").fetchone()[0] >= 8

@@ -1,5 +1,6 @@
 """A read-only reader of the native store with the stdlib ``sqlite3``: the command
-hook's store when no daemon answers.
+hook's store when no daemon answers (with ``sqlean`` in a process that has loaded
+it, see :mod:`~dexai_memory.providers.native.driver`).
 
 A command hook is a new process per event and must stay fast, so it cannot load
 aiosqlite, sqlean, numpy or the embedder. :class:`SqliteReader` reads the same
@@ -16,11 +17,12 @@ without an event loop by :func:`dexai_memory.recall.source.run_now`.
 from __future__ import annotations
 
 import builtins
-import sqlite3
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from ...models import Memory, SearchFilters, SearchResult
+from .driver import store_sqlite
 from .schema import SELECT, bm25_query, fts_query, list_query, row_to_memory, where_clause
 
 #: The score of the BM25 hit of rank ``r`` is ``(K + 1) / (K + r)`` (1.0 for the best), like the
@@ -35,14 +37,14 @@ class SqliteReader:
     def __init__(self, path: Path, timeout: float = 0.5):
         self.path = path
         self.timeout = timeout
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Any = None  # a sqlite3 (or sqlean) Connection
         self._opened = False
 
-    def _connection(self) -> sqlite3.Connection | None:
+    def _connection(self) -> Any:
         if not self._opened:
             self._opened = True
             if self.path.is_file():
-                conn = sqlite3.connect(str(self.path), timeout=self.timeout)
+                conn = store_sqlite(light=True).connect(str(self.path), timeout=self.timeout)
                 conn.execute("PRAGMA query_only = ON")
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories'").fetchone():
                     self._conn = conn
