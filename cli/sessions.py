@@ -46,7 +46,8 @@ def list_sessions(ctx: Context, project_key: str | None) -> None:
 @click.option("--project-key", default=None, help="The SDK project key, when one id is stored under several.")
 @common_options
 def show(ctx: Context, session_id: str, project_key: str | None) -> None:
-    """One session's statistics: tool calls by tool, failures, token usage, first prompt."""
+    """One session's statistics: tool calls by tool, failures, token usage, first prompt, and its tasks
+    (to-do items and subagents: running ones, and finished ones for 24 hours)."""
     info = _store(ctx).info(session_id, project_key=project_key)
     if info is None:
         return fail(f"no stored session {session_id!r} (see `dexai sessions list`)")
@@ -55,7 +56,9 @@ def show(ctx: Context, session_id: str, project_key: str | None) -> None:
     text = (f"session {info.session_id} (project key {info.project_key}), last written {_when(info.mtime)}\n"
             f"  first prompt: {info.first_prompt or '-'}\n  entries: {info.entries}\n"
             f"  tool calls: {info.tools.total_calls} ({tools}), {info.tools.failures} failed\n"
-            f"  tokens: {info.input_tokens:,} in, {info.output_tokens:,} out")
+            f"  tokens: {info.input_tokens:,} in, {info.output_tokens:,} out\n"
+            f"  tasks: {len(info.tasks) or 'none'}"
+            + "".join(f"\n    [{t.status}] {t.description[:100]}" for t in info.tasks))
     ctx.emit(data, text)
 
 

@@ -16,7 +16,13 @@ What it keeps, per session:
   so listing needs no transcript read;
 - tool statistics (calls by tool, failures: a ``tool_result`` with
   ``is_error``) and token usage (input, cache and output tokens of each
-  assistant message, counted once per message id).
+  assistant message, counted once per message id);
+- the session's tasks (seed 004's ``active_tasks``): each item of the latest
+  ``TodoWrite`` list (pending, running for ``in_progress``, completed) and
+  each subagent started with the ``Task`` / ``Agent`` tool (running until its
+  result comes back, then completed or failed). Task pruning runs on every
+  append: running and pending tasks are kept, finished ones for
+  :data:`FINISHED_TASK_TTL_MS` (24 hours) after they finished, then removed.
 
 Appends are atomic (one ``BEGIN IMMEDIATE`` transaction each), so concurrent
 writers never interleave a batch or lose a summary fold. The store is
@@ -42,7 +48,15 @@ from ..extraction.usage import Usage
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["SessionInfo", "SessionStore", "ToolStats"]
+__all__ = ["FINISHED_TASK_TTL_MS", "SessionInfo", "SessionStore", "Task", "ToolStats"]
+
+#: How long a finished (completed or failed) task is kept after it finished: 24 hours (seed 004).
+FINISHED_TASK_TTL_MS = 24 * 3600 * 1000
+#: Task statuses: ``pending`` and ``running`` are kept, the finished ones pruned after the TTL.
+TASK_STATUSES = ("pending", "running", "completed", "failed")
+_TODO_STATUS = {"pending": "pending", "in_progress": "running", "completed": "completed"}
+#: Tools that start a subagent (a task running until its result).
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -71,6 +85,16 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     failed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project_key, session_id, tool_use_id)
 );
+CREATE TABLE IF NOT EXISTS tasks (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    description TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (project_key, session_id, task_id)
+);
 CREATE TABLE IF NOT EXISTS usage (
     project_key TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -92,6 +116,21 @@ class ToolStats:
 
 
 @dataclass(frozen=True)
+class Task:
+    """One task of a session: a to-do item or a subagent; times in ms since the epoch."""
+
+    task_id: str
+    description: str
+    status: str
+    created_at: int
+    updated_at: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.task_id, "description": self.description, "status": self.status,
+                "created_at": self.created_at, "updated_at": self.updated_at}
+
+
+@dataclass(frozen=True)
 class SessionInfo:
     """One stored session, for ``dexai sessions``."""
 
@@ -103,6 +142,7 @@ class SessionInfo:
     tools: ToolStats
     input_tokens: int
     output_tokens: int
+    tasks: tuple[Task, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"project_key": self.project_key, "session_id": self.session_id, "mtime": self.mtime,
@@ -110,7 +150,8 @@ class SessionInfo:
                 "tool_stats": {"total_calls": self.tools.total_calls, "by_tool": dict(self.tools.by_tool),
                                "failures": self.tools.failures},
                 "token_usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                                "total_tokens": self.input_tokens + self.output_tokens}}
+                                "total_tokens": self.input_tokens + self.output_tokens},
+                "active_tasks": [t.as_dict() for t in self.tasks]}
 
 
 def _now_ms() -> int:
@@ -203,10 +244,14 @@ class SessionStore:
                                   "AND failed", (pk, session_id)).fetchone()[0]
             tokens = db.execute("SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM usage "
                                 "WHERE project_key = ? AND session_id = ?", (pk, session_id)).fetchone()
+            tasks = tuple(Task(*r) for r in db.execute(
+                "SELECT task_id, description, status, created_at, updated_at FROM tasks WHERE project_key = ? "
+                "AND session_id = ? AND (status IN ('pending', 'running') OR updated_at >= ?) ORDER BY created_at, "
+                "rowid", (pk, session_id, _now_ms() - FINISHED_TASK_TTL_MS)))
         data = (json.loads(row[2]).get("data") or {}) if row[2] else {}
         first = data.get("first_prompt") or data.get("command_fallback")
         return SessionInfo(pk, session_id, row[1], entries, first if isinstance(first, str) else None,
-                           ToolStats(sum(by_tool.values()), by_tool, failures), tokens[0], tokens[1])
+                           ToolStats(sum(by_tool.values()), by_tool, failures), tokens[0], tokens[1], tasks)
 
     def remove(self, session_id: str, *, project_key: str | None = None) -> int:
         """Delete a session by id (in every project unless ``project_key``); returns entries deleted."""
@@ -215,7 +260,7 @@ class SessionStore:
             args = (session_id, project_key, project_key)
             clause = "session_id = ? AND (? IS NULL OR project_key = ?)"
             count = db.execute(f"SELECT COUNT(*) FROM entries WHERE {clause}", args).fetchone()[0]
-            for table in ("entries", "sessions", "tool_calls", "usage"):
+            for table in TABLES:
                 db.execute(f"DELETE FROM {table} WHERE {clause}", args)
             db.execute("COMMIT")
         return int(count)
@@ -233,10 +278,12 @@ class SessionStore:
             try:
                 for entry in entries:
                     uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
-                    db.execute("INSERT OR IGNORE INTO entries (project_key, session_id, subpath, uuid, body) "
-                               "VALUES (?, ?, ?, ?, ?)", (pk, sid, sub, uuid, json.dumps(entry)))
-                    _count(db, pk, sid, entry)
+                    added = db.execute("INSERT OR IGNORE INTO entries (project_key, session_id, subpath, uuid, body) "
+                                       "VALUES (?, ?, ?, ?, ?)", (pk, sid, sub, uuid, json.dumps(entry))).rowcount
+                    if added:  # a retried entry is counted once
+                        _count(db, pk, sid, entry)
                 mtime = _now_ms()
+                prune_tasks(db, mtime)
                 summary = None
                 if not sub:
                     row = db.execute("SELECT summary FROM sessions WHERE project_key = ? AND session_id = ?",
@@ -268,13 +315,54 @@ class SessionStore:
                 db.execute("DELETE FROM entries WHERE project_key = ? AND session_id = ? AND subpath = ?",
                            (pk, sid, sub))
             else:
-                for table in ("entries", "sessions", "tool_calls", "usage"):
+                for table in TABLES:
                     db.execute(f"DELETE FROM {table} WHERE project_key = ? AND session_id = ?", (pk, sid))
             db.execute("COMMIT")
 
 
+#: The tables holding a session's rows.
+TABLES = ("entries", "sessions", "tool_calls", "usage", "tasks")
+
+
+def prune_tasks(db: sqlite3.Connection, now_ms: int) -> int:
+    """Task pruning: delete finished tasks (of every session) that finished over 24 hours ago."""
+    return db.execute("DELETE FROM tasks WHERE status NOT IN ('pending', 'running') AND updated_at < ?",
+                      (now_ms - FINISHED_TASK_TTL_MS,)).rowcount
+
+
+def _set_task(db: sqlite3.Connection, pk: str, sid: str, task_id: str, description: str, status: str) -> None:
+    """Insert a task or move it to ``status`` (``updated_at`` changes only when the status does)."""
+    now = _now_ms()
+    db.execute("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_key, session_id, task_id) "
+               "DO UPDATE SET updated_at = CASE WHEN tasks.status = excluded.status THEN tasks.updated_at "
+               "ELSE excluded.updated_at END, status = excluded.status",
+               (pk, sid, task_id, description[:300], status, now, now))
+
+
+def _tasks_of(db: sqlite3.Connection, pk: str, sid: str, block: Mapping[str, Any]) -> None:
+    """The tasks a ``tool_use`` block starts or lists (``TodoWrite`` replaces the to-do items)."""
+    name, data = block.get("name"), block.get("input")
+    data = data if isinstance(data, Mapping) else {}
+    if name == "TodoWrite" and isinstance(data.get("todos"), list):
+        listed = set()
+        for todo in data["todos"]:
+            if isinstance(todo, Mapping) and isinstance(todo.get("content"), str) and todo["content"].strip():
+                task_id = "todo:" + todo["content"].strip()[:200]
+                listed.add(task_id)
+                _set_task(db, pk, sid, task_id, todo["content"].strip(),
+                          _TODO_STATUS.get(str(todo.get("status")), "pending"))
+        for (task_id,) in db.execute("SELECT task_id FROM tasks WHERE project_key = ? AND session_id = ? AND "
+                                     "task_id LIKE 'todo:%' AND status IN ('pending', 'running')", (pk, sid)).fetchall():
+            if task_id not in listed:  # dropped from the list unfinished: it will not run
+                db.execute("DELETE FROM tasks WHERE project_key = ? AND session_id = ? AND task_id = ?",
+                           (pk, sid, task_id))
+    elif name in SUBAGENT_TOOLS and isinstance(block.get("id"), str):
+        text = data.get("description") or data.get("prompt") or name
+        _set_task(db, pk, sid, block["id"], str(text).strip(), "running")
+
+
 def _count(db: sqlite3.Connection, pk: str, sid: str, entry: Mapping[str, Any]) -> None:
-    """Tool calls, tool failures and token usage of one transcript entry."""
+    """Tool calls, tool failures, tasks and token usage of one transcript entry."""
     message = entry.get("message")
     if not isinstance(message, Mapping):
         return
@@ -285,6 +373,8 @@ def _count(db: sqlite3.Connection, pk: str, sid: str, entry: Mapping[str, Any]) 
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 db.execute("INSERT OR IGNORE INTO tool_calls (project_key, session_id, tool_use_id, name) "
                            "VALUES (?, ?, ?, ?)", (pk, sid, block["id"], str(block.get("name") or "?")))
+            if block.get("type") == "tool_use":
+                _tasks_of(db, pk, sid, block)
         usage = message.get("usage")
         if isinstance(usage, Mapping) and isinstance(message.get("id"), str):
             tokens = Usage.of(usage)
@@ -292,7 +382,11 @@ def _count(db: sqlite3.Connection, pk: str, sid: str, entry: Mapping[str, Any]) 
                        (pk, sid, message["id"], tokens.input_tokens, tokens.output_tokens))
     elif entry.get("type") == "user":
         for block in blocks:
-            if block.get("type") == "tool_result" and block.get("is_error") and isinstance(block.get("tool_use_id"),
-                                                                                           str):
+            if block.get("type") != "tool_result" or not isinstance(block.get("tool_use_id"), str):
+                continue
+            if block.get("is_error"):
                 db.execute("UPDATE tool_calls SET failed = 1 WHERE project_key = ? AND session_id = ? "
                            "AND tool_use_id = ?", (pk, sid, block["tool_use_id"]))
+            db.execute("UPDATE tasks SET status = ?, updated_at = ? WHERE project_key = ? AND session_id = ? AND "
+                       "task_id = ? AND status = 'running'",
+                       ("failed" if block.get("is_error") else "completed", _now_ms(), pk, sid, block["tool_use_id"]))

@@ -127,3 +127,47 @@ def test_the_cli_lists_shows_and_deletes(tmp_path: Path) -> None:
     deleted = runner.invoke(cli, ["sessions", "delete", "s1", "--yes"])
     assert deleted.exit_code == 0 and "2 entries" in deleted.stdout
     assert asyncio.run(store.load(KEY)) is None and store.sessions() == []
+
+
+async def test_tasks_follow_the_todo_list_and_subagents_and_finished_ones_are_pruned_after_a_day(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dexai_memory.sessions import store as store_module
+
+    clock = [1_700_000_000_000]
+    monkeypatch.setattr(store_module, "_now_ms", lambda: clock[0])
+    store = SessionStore(tmp_path / "sessions.db")
+
+    def todos(*items: tuple[str, str], uuid: str) -> dict[str, Any]:
+        return assistant(uuid, {"type": "tool_use", "id": f"tw-{uuid}", "name": "TodoWrite", "input": {
+            "todos": [{"content": c, "status": s, "activeForm": c} for c, s in items]}}, uuid=uuid)
+
+    await store.append(KEY, [
+        todos(("Write the migration", "in_progress"), ("Update the docs", "pending"), ("Drop the old table", "pending"),
+              uuid="a1"),
+        assistant("m2", {"type": "tool_use", "id": "sub1", "name": "Task",
+                         "input": {"description": "Survey the call sites", "prompt": "..."}}, uuid="a2"),
+    ])
+    info = store.info("s1")
+    assert info is not None
+    assert {t.description: t.status for t in info.tasks} == {
+        "Write the migration": "running", "Update the docs": "pending", "Drop the old table": "pending",
+        "Survey the call sites": "running"}
+    clock[0] += 60_000
+    await store.append(KEY, [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "sub1", "content": "12 call sites"}]}},
+        # the list moves on: the migration is done, the docs are running, the table drop was dropped unfinished
+        todos(("Write the migration", "completed"), ("Update the docs", "in_progress"), uuid="a3"),
+    ])
+    info = store.info("s1")
+    assert info is not None
+    assert {t.description: t.status for t in info.tasks} == {
+        "Write the migration": "completed", "Update the docs": "running", "Survey the call sites": "completed"}
+    assert info.as_dict()["active_tasks"][0]["description"] == "Write the migration"
+    clock[0] += store_module.FINISHED_TASK_TTL_MS - 1_000  # finished under 24 h ago: kept
+    await store.append(KEY, [{"type": "user", "uuid": "u2", "message": {"role": "user", "content": "go on"}}])
+    assert len(store.info("s1").tasks) == 3  # type: ignore[union-attr]
+    clock[0] += 2_000  # a day later: the finished ones are pruned, the running one stays
+    await store.append(KEY, [{"type": "user", "uuid": "u3", "message": {"role": "user", "content": "and?"}}])
+    info = store.info("s1")
+    assert info is not None and [(t.description, t.status) for t in info.tasks] == [("Update the docs", "running")]
