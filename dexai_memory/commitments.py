@@ -143,7 +143,7 @@ class NativeCommitmentStore(CommitmentStore):
                   project: str | None = None) -> CommitmentRecord:
         cid = commitment_id(user_id, commitment.what, source_ids)
         now = utcnow()
-        await self.provider.db.execute(
+        await self.provider.database.write(  # under the write lock, outside other tasks' transactions
             f"INSERT OR IGNORE INTO commitments ({', '.join(self._COLUMNS)}) VALUES ({', '.join('?' * 13)})",
             (cid, user_id, project, memory_id, commitment.what, commitment.who, self._ts(commitment.due_at),
              commitment.due_text, _check_status(commitment.status), json.dumps(list(source_ids)), session_id,
@@ -168,8 +168,8 @@ class NativeCommitmentStore(CommitmentStore):
 
     async def set_status(self, commitment_id: str, status: str, *, user_id: str) -> CommitmentRecord:
         await self._get(commitment_id, user_id)
-        await self.provider.db.execute("UPDATE commitments SET status = ?, updated_at = ? WHERE id = ? AND user_id = ?",
-                                       (_check_status(status), self._ts(utcnow()), commitment_id, user_id))
+        await self.provider.database.write("UPDATE commitments SET status = ?, updated_at = ? WHERE id = ? AND user_id = ?",
+                                           (_check_status(status), self._ts(utcnow()), commitment_id, user_id))
         return await self._get(commitment_id, user_id)
 
 
