@@ -51,6 +51,8 @@ FORMS_KEY = "forms"
 FORMS_OF_KEY = "forms_of"
 #: Most tokens of a summary.
 SUMMARY_TOKENS = 40
+#: What ends a cut summary (ASCII: the block's normalisation would turn "…" into "..." anyway).
+ELLIPSIS = "..."
 #: Most words of a compressed form.
 COMPRESSED_WORDS = 12
 #: Most words of an index key.
@@ -142,8 +144,8 @@ def build_forms(content: str) -> dict[str, str]:
     """The offline forms of ``content``: ``{"summary", "compressed", "index"}`` (see the module
     docstring). Deterministic; each form no longer in tokens than the level above it."""
     content = " ".join(content.split())
-    summary = truncate_to_tokens(first_sentence(content), SUMMARY_TOKENS) or truncate_to_tokens(content,
-                                                                                                SUMMARY_TOKENS)
+    summary = (truncate_to_tokens(first_sentence(content), SUMMARY_TOKENS, ELLIPSIS)
+               or truncate_to_tokens(content, SUMMARY_TOKENS, ELLIPSIS))
     if count_tokens(summary) >= count_tokens(content):
         summary = content
     compressed = compress(summary)
