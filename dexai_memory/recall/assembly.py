@@ -63,9 +63,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidSignals
 from ..lifecycle.contradictions import conflicts
-from ..models import Memory, MemoryType, SearchFilters
+from ..models import Memory, MemoryType, SearchFilters, is_tool_origin
 from ..tokens import count_tokens
-from .block import FENCE_CLOSE, FENCE_OPEN, FENCE_TOKENS, PREAMBLE, display_text, neutralise
+from .block import (
+    FENCE_CLOSE,
+    FENCE_OPEN,
+    FENCE_TOKENS,
+    PREAMBLE,
+    display_text,
+    neutralise,
+    user_confirmed,
+)
 from .focus import Focus
 from .forms import LEVELS, Forms, forms_of
 from .persistent import by_category
@@ -178,10 +186,11 @@ class _Item:
 
 
 class _Renderer:
-    """Lines of items at each level, with the forms of each memory computed once."""
+    """Lines of items at each level, with each memory's forms and texts computed once."""
 
     def __init__(self) -> None:
         self._forms: dict[str, Forms] = {}
+        self._texts: dict[tuple[str, str], str] = {}
 
     def forms(self, m: Memory) -> Forms:
         if m.id not in self._forms:
@@ -189,13 +198,27 @@ class _Renderer:
         return self._forms[m.id]
 
     def text(self, m: Memory, level: str) -> str:
-        if level == "full":
-            return display_text(m)
-        return display_text(m.replace(content=self.forms(m).text(level)))
+        """``m`` at ``level``, neutralised and marked as tool output like :func:`.block.display_text`."""
+        key = (m.id, level)
+        if key not in self._texts:
+            if level == "full":
+                self._texts[key] = display_text(m)
+            else:
+                self._texts[key] = tool_label(m) + neutralise(self.forms(m).text(level))
+        return self._texts[key]
 
     def line(self, item: _Item, level: str) -> str:
         label = f"[{item.kind}] " if item.kind else ""
         return f"- {label}{' vs. '.join(self.text(m, level) for m in item.memories)}"
+
+
+def tool_label(m: Memory) -> str:
+    """The "(from tool output ...) " mark :func:`.block.display_text` puts before unconfirmed tool
+    output, or ''."""
+    if not is_tool_origin(m) or user_confirmed(m):
+        return ""
+    tool = (m.metadata or {}).get("tool")
+    return f"(from tool output, {neutralise(str(tool))[:40]}) " if tool else "(from tool output) "
 
 
 @dataclass
@@ -279,7 +302,10 @@ async def _open_conflicts(provider: MemoryProvider, user_id: str, project: str |
 
 
 def _about_files(focus: Focus, durable: Sequence[Memory]) -> list[_Item]:
-    about = [(m, path) for m in durable if (path := focus.mentions_file(m)) is not None]
+    if not focus.files:
+        return []
+    keys = focus.file_keys
+    about = [(m, path) for m in durable if (path := focus.mentions_file(m, keys)) is not None]
     about.sort(key=lambda x: (kind_of(x[0]) not in DECISIVE, not x[0].pinned, -x[0].importance,
                               -x[0].created_at.timestamp(), x[0].id))
     return [_Item((m,), f"{kind_of(m)}: {path.rsplit('/', 1)[-1]}") for m, path in about]

@@ -144,11 +144,14 @@ class Focus:
     def file_keys(self) -> tuple[FileKey, ...]:
         return tuple(FileKey.of(f) for f in self.files)
 
-    def mentions_file(self, m: Memory) -> str | None:
-        """The first focused file ``m`` is about (see the module docstring), else None."""
+    def mentions_file(self, m: Memory, keys: tuple[FileKey, ...] | None = None) -> str | None:
+        """The first focused file ``m`` is about (see the module docstring), else None. Pass
+        :attr:`file_keys` as ``keys`` when asking about many memories."""
+        if not self.files:
+            return None
         meta = m.metadata or {}
         named = " ".join(str(meta[k]) for k in FILE_METADATA if meta.get(k))
-        for key in self.file_keys:
+        for key in self.file_keys if keys is None else keys:
             if key.named_in(m.content) or (named and key.named_in(named)):
                 return key.path
         return None

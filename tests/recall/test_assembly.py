@@ -275,3 +275,15 @@ async def test_public_entry_point(store: NativeProvider, settings: Settings) -> 
                                                  signals={"current_file": "src/payments/refund.py"})
     data = result.to_json()
     assert set(data) >= {"context", "token_count", "tiers", "memories"} and data["token_count"] <= 600
+
+
+async def test_the_recall_tool_expands_an_index_topic(store: NativeProvider, settings: Settings) -> None:
+    from dexai_memory.recall.ranking import recall_block
+
+    named = await seed(store, facts=20)
+    tiny = await assemble_context(store, U, settings, budget=FENCE_TOKENS + 25, signals={})
+    topic = tiny.context.split("expands these): ", 1)[1].split(",")[0].split("\n")[0]
+    shown = next(p.memory_id for p in tiny.placements if p.tier == "tier4")
+    expanded = await recall_block(store, U, topic, settings)
+    assert shown in [r.memory.id for r in expanded.memories][:3]
+    assert named  # the seed stored the named memories too
