@@ -12,7 +12,9 @@ compressed   its key terms, telegraphic: stop and filler words dropped, at
              most :data:`COMPRESSED_WORDS` words ("team chose PostgreSQL JSON
              support")
 index        a few-word topic key the ``recall`` tool can expand
-             ("postgresql_json_support"), at most :data:`INDEX_WORDS` words
+             ("postgresql json support"), at most :data:`INDEX_WORDS` words,
+             separated by spaces so that a search for the key matches each
+             word (``a_b`` would be one search term)
 ===========  ==============================================================
 
 The three short forms are stored in ``memory.metadata["forms"]`` as
@@ -118,7 +120,7 @@ def compress(text: str, max_words: int = COMPRESSED_WORDS) -> str:
 
 def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
     """A topic key of a few words from ``text``: identifiers and names first, then the longest
-    content words, in text order, lower-cased and joined by ``_`` ("postgresql_json_support")."""
+    content words, in text order, lower-cased and joined by spaces ("postgresql json support")."""
     candidates: list[tuple[int, str]] = []
     seen: set[str] = set()
     for pos, word in enumerate(_words(text)):
@@ -128,7 +130,7 @@ def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
         seen.add(low)
         candidates.append((pos, word))
     if not candidates:
-        return "_".join(w.lower() for w in _words(text)[:max_words]) or "memory"
+        return " ".join(w.lower() for w in _words(text)[:max_words]) or "memory"
     keyed = [c for c in candidates if _is_key(c[1], c[0] == 0)]
     rest = sorted((c for c in candidates if not _is_key(c[1], c[0] == 0)), key=lambda c: (-len(c[1]), c[0]))
     chosen = sorted((keyed + rest)[:max_words])
@@ -137,7 +139,7 @@ def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
         low = word.lower().strip("./:#@+-")
         low = low.rsplit("/", 1)[-1]  # a path: its file name
         parts.append(re.sub(r"[^a-z0-9_.]+", "_", low)[:24].strip("_"))
-    return "_".join(p for p in parts if p) or "memory"
+    return " ".join(p for p in parts if p) or "memory"
 
 
 def build_forms(content: str) -> dict[str, str]:

@@ -85,7 +85,7 @@ def test_offline_forms_are_deterministic_and_shrink() -> None:
     assert forms["summary"].startswith("In src/payments/refund.py refunds are issued")
     assert "The old direct path" not in forms["summary"]  # first sentence only
     assert "src/payments/refund.py" in forms["compressed"] and " the " not in forms["compressed"]
-    assert "refund.py" in forms["index"] and " " not in forms["index"]
+    assert "refund.py" in forms["index"] and len(forms["index"].split()) <= 3
     sizes = [count_tokens(DECISION), *(count_tokens(forms[k]) for k in ("summary", "compressed", "index"))]
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] < sizes[0] / 4
     short = build_forms("Never force-push to main.")
@@ -282,8 +282,8 @@ async def test_the_recall_tool_expands_an_index_topic(store: NativeProvider, set
 
     named = await seed(store, facts=20)
     tiny = await assemble_context(store, U, settings, budget=FENCE_TOKENS + 25, signals={})
-    topic = tiny.context.split("expands these): ", 1)[1].split(",")[0].split("\n")[0]
-    shown = next(p.memory_id for p in tiny.placements if p.tier == "tier4")
-    expanded = await recall_block(store, U, topic, settings)
-    assert shown in [r.memory.id for r in expanded.memories][:3]
-    assert named  # the seed stored the named memories too
+    assert [p.tier for p in tiny.placements] == ["tier4"] and "expands these): " in tiny.context
+    for m in named.values():  # every named memory's topic key finds it again (BM25 only: no embedder)
+        topic = forms_of(m).index
+        expanded = await recall_block(store, U, topic, settings)
+        assert m.id in [r.memory.id for r in expanded.memories][:3], topic
