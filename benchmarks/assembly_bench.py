@@ -9,7 +9,7 @@ alternating debugging / coding. Per budget (500, 2,000, 8,000 tokens) it
 reports, in the same run:
 
 * ``assemble_context`` latency p50 / p95, forms built on the fly (before
-  consolidation) and stored (after :func:`dexai_memory.consolidation.build_forms`);
+  consolidation) and stored (after :func:`dexai_memory.consolidation.store_forms`);
 * the baseline: the L1 block (:func:`dexai_memory.recall.reinjection.l1_block`,
   what ``POST /api/context/assemble`` answered before tiered assembly) for the
   same query and budget: latency, tokens, memories shown;
@@ -34,7 +34,7 @@ from typing import Any
 from benchmarks.common import arg_parser, format_table, latency_stats, run_main, say, write_result
 from benchmarks.synthetic import memories, queries
 from dexai_memory.config import load_settings
-from dexai_memory.consolidation import build_forms
+from dexai_memory.consolidation import store_forms
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers import make_provider
 from dexai_memory.recall.assembly import assemble_context
@@ -111,8 +111,8 @@ async def measure(size: int, repeats: int) -> dict[str, Any]:
             for phase in ("on_the_fly", "stored"):
                 if phase == "stored":
                     start = time.perf_counter()
-                    built = await build_forms(provider, USER)
-                    out["build_forms"] = {"memories": built, "ms": round((time.perf_counter() - start) * 1000, 1)}
+                    built = await store_forms(provider, USER)
+                    out["store_forms"] = {"memories": built, "ms": round((time.perf_counter() - start) * 1000, 1)}
                 await assemble_context(provider, USER, settings, budget=2000, signals={"query": "warm up"})
                 out[phase] = {str(b): await run_budget(provider, settings, b, files, asks) for b in BUDGETS}
     return out

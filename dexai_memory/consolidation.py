@@ -24,7 +24,7 @@ demand (``dexai memory consolidate``).
     default). Pinned memories are never touched. Each archive is logged in
     the memory's history with its reason.
 
-:func:`build_forms` (the last step of :func:`consolidate`)
+:func:`store_forms` (the last step of :func:`consolidate`)
     Writes the compression levels of every current durable memory (and
     episode) that has none or whose content changed since they were built:
     ``metadata["forms"] = {"summary", "compressed", "index"}`` with the
@@ -191,14 +191,14 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
 
     In a dry run nothing is written and no summary is made (``summarizer``
     may be None). ``progress(1)`` is called per cluster. Ends with
-    :func:`build_forms` (abstracts included).
+    :func:`store_forms` (abstracts included).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
-    report.forms_built = await build_forms(provider, user_id, dry_run=dry_run)
+    report.forms_built = await store_forms(provider, user_id, dry_run=dry_run)
     return report
 
 
-async def build_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False) -> int:
+async def store_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False) -> int:
     """Write the offline compression levels on ``user_id``'s current durable memories that lack
     them or whose content changed (see the module docstring); returns how many (would) change.
     A memory the backend refuses to update is logged and skipped (its forms are built on the fly

@@ -19,7 +19,7 @@ index        a few-word topic key the ``recall`` tool can expand
 
 The three short forms are stored in ``memory.metadata["forms"]`` as
 ``{"summary": str, "compressed": str, "index": str}``; consolidation writes
-them (:func:`dexai_memory.consolidation.build_forms_for_user`) with the offline
+them (:func:`dexai_memory.consolidation.store_forms`) with the offline
 rules of :func:`build_forms` (deterministic, no model call). Whoever writes a
 memory may also write its forms (episodes do); forms written without
 ``metadata["forms_of"]`` are kept as they are. Forms built here carry

@@ -17,4 +17,4 @@ def test_assembly_bench_quick(tmp_path: Path) -> None:
         stored = data["results"]["150"]["stored"][budget]
         assert 0 < stored["fill"] <= 1.0 and stored["file_hit_rate"] == 1.0
         assert abs(sum(stored["levels"].values()) - 1.0) < 0.01
-    assert data["results"]["150"]["build_forms"]["memories"] > 0
+    assert data["results"]["150"]["store_forms"]["memories"] > 0
