@@ -25,6 +25,7 @@ LAZY = {
     "consolidate": "dexai_memory.cli.lifecycle:consolidate",
     "retry": "dexai_memory.cli.lifecycle:retry",
     "recall": "dexai_memory.cli.recall:recall",
+    "assemble": "dexai_memory.cli.assemble:assemble",
     "migrate": "dexai_memory.cli.migrate:migrate",
     "share": "dexai_memory.cli.share:share",
     "backup": "dexai_memory.cli.backup:backup",

@@ -35,6 +35,8 @@ _LAZY: dict[str, str] = {
     "auto_recall": "recall.ranking", "recall_block": "recall.ranking", "memory_hooks": "hooks.sdk",
     "memory_mcp_server": "agent_tools", "allowed_tools": "agent_tools",
     "create_with_memory": "api_compaction", "CompactingClient": "api_compaction",
+    # tiered context assembly
+    "assemble_context": "recall.assembly", "AssembledContext": "recall.assembly", "InvalidSignals": "errors",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -53,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
         DexaiMemoryError,
         ExtractionError,
         InvalidMemory,
+        InvalidSignals,
         MemoryNotFound,
         MissingExtra,
         ProviderError,
@@ -74,6 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .providers import make_provider
     from .providers.base import MemoryProvider
     from .providers.native.provider import NativeProvider
+    from .recall.assembly import AssembledContext, assemble_context
     from .recall.ranking import auto_recall, recall_block
 
 

@@ -348,6 +348,25 @@ class PostgresConfig:
 
 
 @dataclass(frozen=True)
+class AssemblyConfig:
+    """Tiered context assembly (``POST /api/context/assemble``, :func:`dexai_memory.assemble_context`,
+    ``dexai memory assemble``): the budget and how it is shared by the four tiers (seed 002)."""
+
+    #: Tokens of the assembled context when the caller gives no budget (the Claude Code hooks keep
+    #: their own, smaller budgets).
+    budget_tokens: int = field(default=8000, metadata=_check(50, 100_000))
+    #: Share of the budget for tier 1 (critical: decisions and warnings about the current file or
+    #: task, open contradictions, recent errors and their fixes, standing instructions).
+    tier1_share: float = field(default=0.25, metadata=_check(0.0, 1.0))
+    #: Share for tier 2 (relevant: what the signals recall).
+    tier2_share: float = field(default=0.375, metadata=_check(0.0, 1.0))
+    #: Share for tier 3 (background: project conventions and facts, compressed).
+    tier3_share: float = field(default=0.25, metadata=_check(0.0, 1.0))
+    #: Share for tier 4 (index: "ask me about" topics). Shares are normalised to sum to 1.
+    tier4_share: float = field(default=0.125, metadata=_check(0.0, 1.0))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting of dexai-memory. Build with :func:`load_settings`."""
 
@@ -370,6 +389,7 @@ class Settings:
     mem0: Mem0Config = field(default_factory=Mem0Config)
     zep: ZepConfig = field(default_factory=ZepConfig)
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
+    assembly: AssemblyConfig = field(default_factory=AssemblyConfig)
     #: The data directory these settings were loaded for.
     home: Path = field(default_factory=home_dir)
 

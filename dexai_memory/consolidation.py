@@ -23,6 +23,16 @@ demand (``dexai memory consolidate``).
     ``retention`` days (null = forever; session notes and snapshots 7 days by
     default). Pinned memories are never touched. Each archive is logged in
     the memory's history with its reason.
+
+:func:`store_forms` (the last step of :func:`consolidate`)
+    Writes the compression levels of every current durable memory (and
+    episode) that has none or whose content changed since they were built:
+    ``metadata["forms"] = {"summary", "compressed", "index"}`` with the
+    offline rules of :func:`dexai_memory.recall.forms.build_forms`
+    (deterministic; no model call: Haiku-written forms are not built yet).
+    Forms another part wrote without a content key (an episode's) are kept.
+    Context assembly (:mod:`dexai_memory.recall.assembly`) shows each memory
+    at the richest level that fits. A dry run counts without writing.
 """
 
 from __future__ import annotations
@@ -35,7 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import DexaiMemoryError
 from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
+from .recall.assembly import DURABLE_TYPES
+from .recall.forms import forms_metadata, needs_forms
 from .supersession.rules import content_words
 
 if TYPE_CHECKING:
@@ -75,6 +88,8 @@ class ConsolidationReport:
     candidates: int = 0
     method: str = "embedding"
     clusters: list[MergedCluster] = field(default_factory=list)
+    #: Memories whose compression levels were (or, in a dry run, would be) built.
+    forms_built: int = 0
 
     @property
     def superseded(self) -> int:
@@ -84,7 +99,7 @@ class ConsolidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "dry_run": self.dry_run, "candidates": self.candidates,
                 "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
-                "clusters": [c.to_dict() for c in self.clusters]}
+                "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built}
 
 
 @dataclass
@@ -175,8 +190,38 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     """Merge clusters of similar old L2 memories into L3 abstracts (see the module docstring).
 
     In a dry run nothing is written and no summary is made (``summarizer``
-    may be None). ``progress(1)`` is called per cluster.
+    may be None). ``progress(1)`` is called per cluster. Ends with
+    :func:`store_forms` (abstracts included).
     """
+    report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
+    report.forms_built = await store_forms(provider, user_id, dry_run=dry_run)
+    return report
+
+
+async def store_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False) -> int:
+    """Write the offline compression levels on ``user_id``'s current durable memories that lack
+    them or whose content changed (see the module docstring); returns how many (would) change.
+    A memory the backend refuses to update is logged and skipped (its forms are built on the fly
+    at assembly)."""
+    memories = await provider.list(user_id=user_id, filters=SearchFilters(types=DURABLE_TYPES), limit=100_000)
+    built = 0
+    for m in memories:
+        if not needs_forms(m):
+            continue
+        if not dry_run:
+            try:
+                await provider.update(m.id, user_id=user_id, metadata=forms_metadata(m))
+            except DexaiMemoryError as exc:
+                logger.warning("could not store the forms of %s: %s", m.id, exc)
+                continue
+        built += 1
+    if built and not dry_run:
+        logger.info("built the compression levels of %d memories of %s", built, user_id)
+    return built
+
+
+async def _merge(provider: MemoryProvider, user_id: str, settings: Settings, summarizer: Summarizer | None,
+                 *, dry_run: bool, now: datetime | None, progress: ProgressCallback | None) -> ConsolidationReport:
     cfg = settings.consolidation
     memories = await consolidation_candidates(provider, user_id, settings, now=now)
     embedder = getattr(provider, "embedder", None)

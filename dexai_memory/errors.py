@@ -11,6 +11,7 @@ catch ``DexaiMemoryError`` and know it is ours::
     ├── MemoryNotFound (LookupError)       no memory with that id for that user
     ├── InvalidMemory (ValueError)         a memory failed validation (bad type, range, ...)
     │   └── PinLimitReached                the most pinned memories already (lifecycle.max_pins)
+    ├── InvalidSignals (ValueError)        context assembly signals of the wrong shape
     ├── EmbeddingError                     the embedder could not load or run
     ├── ProviderError                      a provider backend failed
     │   ├── ProviderUnavailable            the backend is down / not installed
@@ -68,6 +69,10 @@ class MemoryNotFound(DexaiMemoryError, LookupError):
 
 class InvalidMemory(DexaiMemoryError, ValueError):
     """A memory or one of its fields failed validation."""
+
+
+class InvalidSignals(DexaiMemoryError, ValueError):
+    """The ``signals`` given to context assembly are not strings or lists of strings."""
 
 
 class PinLimitReached(InvalidMemory):

@@ -1,24 +1,28 @@
 """Routes on what the agent is shown: the persistent context by category, and
 ``POST /api/context/assemble`` (seed 002's endpoint).
 
-Assembly, until the tiered assembly exists (issue 18), is the L1 block the
-hooks inject at session start (:func:`dexai_memory.recall.reinjection.l1_block`),
-reported by seed 002's tiers as honestly as it maps:
+Assembly is the tiered context of :func:`dexai_memory.recall.assembly.assemble_context`
+(issue 18): within ``budget`` tokens (default ``assembly.budget_tokens``,
+8,000), four tiers filled in order, each with its share, unused budget passed
+down, each memory at most once and at the richest compression level that fits:
 
 =========  ===========================================================
-``tier1``  critical: the persistent context, the profile (pinned and
-           always-on memories) and commitments coming up
-``tier2``  relevant: memories the signals' text recalls
-``tier3``  background: the session state (latest snapshot)
-``tier4``  index: 0, not built yet
+``tier1``  critical: open contradictions, decisions and warnings about
+           ``current_file`` and ``task``, fixes of ``recent_errors``,
+           standing instructions, warnings and the current goal
+``tier2``  relevant: what the text of the signals recalls
+``tier3``  background: project facts, preferences, insights, people,
+           compressed
+``tier4``  index: "Ask me about: ..." topic keys the ``recall`` tool expands
 =========  ===========================================================
 
-Each tier counts the tokens of its memory lines; ``token_count`` is the
-whole block (fence and section titles included). ``budget`` caps the block;
-the persistent context is never cut (issue 14), so a budget smaller than it
-yields the persistent context alone. The text of ``signals`` (``query``,
-``prompt``, ``current_file``, ``activity``, ``recent_errors``, any string or
-list of strings) is the recall query.
+``activity: debugging`` widens tier 1 (see the assembly module). The answer
+is ``{"context", "token_count", "tiers": {"tier1".."tier4"}}`` plus
+``budget``, ``budgets`` (each tier's share before pass-down), ``activity``,
+``query`` and ``memories`` (``[{id, tier, level, kind}]``). ``token_count``
+never exceeds ``budget``; it is the tiers' sum plus the fence's tokens.
+Signals are described in :mod:`dexai_memory.recall.focus`; a value that is not
+a string or a list of strings is a 400.
 """
 
 from __future__ import annotations
@@ -29,29 +33,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ..recall.assembly import assemble_context
 from ..recall.persistent import CATEGORIES, gather_persistent, persistent_category
-from ..recall.reinjection import l1_block
-from ..tokens import count_tokens
 from .requests import BadRequest, body, memory_json, number, project_of, state, user_of
 
-#: Block section -> seed 002 tier.
-TIER_OF = {"persistent": "tier1", "profile": "tier1", "commitments": "tier1", "relevant": "tier2",
-           "session": "tier3"}
 #: The largest budget accepted.
 MAX_BUDGET = 100_000
-
-
-def signals_query(signals: dict[str, Any]) -> str:
-    """The recall query from ``signals``: their string values (and strings in lists), in order."""
-    parts: list[str] = []
-    for key, value in signals.items():
-        if isinstance(value, str):
-            parts.append(value)
-        elif isinstance(value, list):
-            parts.extend(v for v in value if isinstance(v, str))
-        elif value is not None and not isinstance(value, int | float | bool):
-            raise BadRequest(f"signal '{key}' must be a string or a list of strings")
-    return " ".join(p.strip() for p in parts if p.strip())
 
 
 async def persistent(request: Request) -> JSONResponse:
@@ -75,7 +62,7 @@ async def persistent(request: Request) -> JSONResponse:
 
 
 async def assemble(request: Request) -> JSONResponse:
-    """Assemble the context block within a budget from signals (see the module docstring).
+    """Assemble the tiered context within a budget from signals (see the module docstring).
     ---
     summary: Assemble context (seed 002)
     requestBody:
@@ -89,7 +76,8 @@ async def assemble(request: Request) -> JSONResponse:
               user_id: {type: string}
               project: {type: string}
     responses:
-      200: {description: "{context, token_count, tiers: {tier1, tier2, tier3, tier4}}"}
+      200: {description: "{context, token_count, tiers: {tier1, tier2, tier3, tier4}, budget, budgets, activity,
+        query, memories: [{id, tier, level, kind}]}"}
       400: {description: bad budget or signals}
     """
     api = state(request)
@@ -98,18 +86,9 @@ async def assemble(request: Request) -> JSONResponse:
     signals = data.get("signals") or {}
     if not isinstance(signals, dict):
         raise BadRequest("'signals' must be an object")
-    user, project = user_of(request, data), project_of(request, data)
-    query = signals_query(signals) or None
-    block = await l1_block(api.provider, user, api.settings, query=query, project=project, max_tokens=budget)
-    if budget is not None and block.tokens > budget:
-        head = sum(count_tokens(i.line) for i in block.items if i.section == "persistent")
-        block = await l1_block(api.provider, user, api.settings, query=query, project=project,
-                               max_tokens=max(1, budget - head))
-    tiers = {"tier1": 0, "tier2": 0, "tier3": 0, "tier4": 0}
-    for item in block.items:
-        tiers[TIER_OF.get(item.section, "tier1")] += count_tokens(item.line)
-    return JSONResponse({"context": block.text, "token_count": block.tokens, "tiers": tiers, "budget": budget,
-                         "query": query})
+    result = await assemble_context(api.provider, user_of(request, data), api.settings, budget=budget,
+                                    signals=signals, project=project_of(request, data))
+    return JSONResponse(result.to_json())
 
 
 ROUTES = [

@@ -1,0 +1,224 @@
+"""Compression levels of a memory (seed 002): full, summary, compressed, index.
+
+Every durable memory (and every episode) can be shown at four levels, richest
+first:
+
+===========  ==============================================================
+level        what it is
+===========  ==============================================================
+full         the memory's own ``content``
+summary      its first sentence, at most :data:`SUMMARY_TOKENS` tokens
+compressed   its key terms, telegraphic: stop and filler words dropped, at
+             most :data:`COMPRESSED_WORDS` words ("team chose PostgreSQL JSON
+             support")
+index        a few-word topic key the ``recall`` tool can expand
+             ("postgresql json support"), at most :data:`INDEX_WORDS` words,
+             separated by spaces so that a search for the key matches each
+             word (``a_b`` would be one search term)
+===========  ==============================================================
+
+The three short forms are stored in ``memory.metadata["forms"]`` as
+``{"summary": str, "compressed": str, "index": str}``; consolidation writes
+them (:func:`dexai_memory.consolidation.store_forms`) with the offline
+rules of :func:`build_forms` (deterministic, no model call). Whoever writes a
+memory may also write its forms (episodes do); forms written without
+``metadata["forms_of"]`` are kept as they are. Forms built here carry
+``metadata["forms_of"]`` = :func:`content_key` of the content they were
+built from, so an edited memory gets new forms at the next consolidation and
+is never shown stale forms meanwhile (:func:`forms_of` rebuilds them on the
+fly, as it does for memories without forms).
+
+Each level is never longer (in tokens) than the one above it: a short
+memory's summary is its content, and so on.
+
+Stdlib-only (models, tokens, ranking's word lists).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import Memory
+from ..tokens import count_tokens, truncate_to_tokens
+from .ranking import _STOP
+
+#: The levels, richest first.
+LEVELS = ("full", "summary", "compressed", "index")
+#: The metadata key of the stored forms, and of the content key they were built from.
+FORMS_KEY = "forms"
+FORMS_OF_KEY = "forms_of"
+#: Most tokens of a summary.
+SUMMARY_TOKENS = 40
+#: What ends a cut summary (ASCII: the block's normalisation would turn "…" into "..." anyway).
+ELLIPSIS = "..."
+#: Most words of a compressed form.
+COMPRESSED_WORDS = 12
+#: Most words of an index key.
+INDEX_WORDS = 3
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:#@+-]*[A-Za-z0-9]|[A-Za-z0-9]|[→<>=]+")
+#: Words a telegraphic form does without, on top of the recall stop words.
+_FILLER = frozenset(
+    """decided decide decision chose choose chosen using uses used use going go prefer prefers preferred
+    always never should must will would could might may think thinks thought said says say told
+    mentioned noted note important currently actually basically really instead""".split()
+) - {"never", "always", "instead"}
+#: Words kept in the compressed form although they are stop words: they carry the meaning.
+_KEEP = frozenset({"not", "no", "never", "always", "instead", "over", "before", "after", "without"})
+#: Words an index key skips (they say nothing about the topic).
+_INDEX_SKIP = _FILLER | frozenset({"never", "always", "not", "no", "instead", "over", "before", "after",
+                                   "without", "team", "project", "user", "we"})
+
+
+def content_key(content: str) -> str:
+    """A short hash of ``content``: which text stored forms were built from."""
+    return hashlib.sha1(content.encode("utf-8")).hexdigest()[:12]
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (all of it when it has one)."""
+    text = " ".join(text.split())
+    parts = _SENTENCE_END.split(text, maxsplit=1)
+    return parts[0].strip()
+
+
+def _words(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _is_key(word: str, first: bool = False) -> bool:
+    """An identifier, a path, a name, a number: the words a topic is about (a capital that
+    starts the text is no sign of a name)."""
+    return (any(c in word for c in "_./:#@") or any(c.isdigit() for c in word)
+            or (word[:1].isupper() and not first) or any(c.isupper() for c in word[1:]))
+
+
+def compress(text: str, max_words: int = COMPRESSED_WORDS) -> str:
+    """``text`` telegraphic: its content words in order (stop and filler words dropped, each word
+    once, negations and "over"/"instead" kept), at most ``max_words``."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for word in _words(text):
+        low = word.lower()
+        if low in seen:
+            continue
+        if low not in _KEEP and (low in _STOP or low in _FILLER or (len(low) < 2 and not low.isdigit())):
+            continue
+        seen.add(low)
+        out.append(word)
+    if not out:
+        return first_sentence(text)
+    while out and out[-1].lower() in _KEEP:
+        out.pop()
+    return " ".join(out[:max_words]) if out else first_sentence(text)
+
+
+def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
+    """A topic key of a few words from ``text``: identifiers and names first, then the longest
+    content words, in text order, lower-cased and joined by spaces ("postgresql json support")."""
+    candidates: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for pos, word in enumerate(_words(text)):
+        low = word.lower().strip("./:#@+-")
+        if not low or low in seen or low in _STOP or low in _INDEX_SKIP or len(low) < 2:
+            continue
+        seen.add(low)
+        candidates.append((pos, word))
+    if not candidates:
+        return " ".join(w.lower() for w in _words(text)[:max_words]) or "memory"
+    keyed = [c for c in candidates if _is_key(c[1], c[0] == 0)]
+    rest = sorted((c for c in candidates if not _is_key(c[1], c[0] == 0)), key=lambda c: (-len(c[1]), c[0]))
+    chosen = sorted((keyed + rest)[:max_words])
+    parts = []
+    for _, word in chosen:
+        low = word.lower().strip("./:#@+-")
+        low = low.rsplit("/", 1)[-1]  # a path: its file name
+        parts.append(re.sub(r"[^a-z0-9_.]+", "_", low)[:24].strip("_"))
+    return " ".join(p for p in parts if p) or "memory"
+
+
+def build_forms(content: str) -> dict[str, str]:
+    """The offline forms of ``content``: ``{"summary", "compressed", "index"}`` (see the module
+    docstring). Deterministic; each form no longer in tokens than the level above it."""
+    content = " ".join(content.split())
+    summary = (truncate_to_tokens(first_sentence(content), SUMMARY_TOKENS, ELLIPSIS)
+               or truncate_to_tokens(content, SUMMARY_TOKENS, ELLIPSIS))
+    if count_tokens(summary) >= count_tokens(content):
+        summary = content
+    compressed = compress(summary)
+    if count_tokens(compressed) > count_tokens(summary):
+        compressed = summary
+    index = index_key(compressed)
+    if count_tokens(index) > count_tokens(compressed):
+        index = compressed
+    return {"summary": summary, "compressed": compressed, "index": index}
+
+
+def valid_forms(value: Any) -> dict[str, str] | None:
+    """``value`` as forms when it has the stored shape (three non-empty strings), else None."""
+    if not isinstance(value, Mapping):
+        return None
+    out = {}
+    for level in LEVELS[1:]:
+        text = value.get(level)
+        if not isinstance(text, str) or not text.strip():
+            return None
+        out[level] = " ".join(text.split())
+    return out
+
+
+def stored_forms(m: Memory) -> dict[str, str] | None:
+    """The forms stored on ``m`` when they are current: well formed, and built from its present
+    content (or written by another part without a content key, like an episode's). Else None."""
+    meta = m.metadata or {}
+    forms = valid_forms(meta.get(FORMS_KEY))
+    if forms is None:
+        return None
+    built_from = meta.get(FORMS_OF_KEY)
+    if built_from is not None and built_from != content_key(m.content):
+        return None
+    return forms
+
+
+def needs_forms(m: Memory) -> bool:
+    """Whether consolidation should (re)build ``m``'s forms: none stored, or stale."""
+    return stored_forms(m) is None
+
+
+@dataclass(frozen=True, slots=True)
+class Forms:
+    """A memory's four levels, richest first, with their token counts."""
+
+    full: str
+    summary: str
+    compressed: str
+    index: str
+    #: True when they came from the memory's metadata, False when built on the fly.
+    stored: bool = False
+
+    def text(self, level: str) -> str:
+        """The text at ``level`` (one of :data:`LEVELS`)."""
+        value: str = getattr(self, level)
+        return value
+
+    def as_metadata(self) -> dict[str, str]:
+        """The stored shape: ``{"summary", "compressed", "index"}``."""
+        return {"summary": self.summary, "compressed": self.compressed, "index": self.index}
+
+
+def forms_of(m: Memory) -> Forms:
+    """``m`` at every level: the stored forms when current, else built now (:func:`build_forms`)."""
+    stored = stored_forms(m)
+    forms = stored if stored is not None else build_forms(m.content)
+    return Forms(m.content, forms["summary"], forms["compressed"], forms["index"], stored is not None)
+
+
+def forms_metadata(m: Memory) -> dict[str, Any]:
+    """``m``'s metadata with freshly built offline forms and their content key (what
+    consolidation writes)."""
+    return {**(m.metadata or {}), FORMS_KEY: build_forms(m.content), FORMS_OF_KEY: content_key(m.content)}
