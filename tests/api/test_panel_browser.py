@@ -1,7 +1,7 @@
 """The memory panel in a real headless Chromium (the system's, /usr/bin/chromium; never a
 downloaded browser), driven by Playwright against a real ``dexai panel`` process on
 127.0.0.1. Every action is checked against the SQLite database afterwards. The run also
-takes the README's screenshots (docs/images/panel-*.png)."""
+takes the README's screenshots (docs/images/panel-*.png, with DEXAI_UPDATE_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,7 +27,11 @@ from dexai_memory.providers.native import NativeProvider
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "docs" / "images"
+#: Where the screenshots go: the README's images with DEXAI_UPDATE_SCREENSHOTS=1, else a scratch folder
+#: (a test run must not rewrite tracked files).
+SHOTS = (REPO / "docs" / "images" if os.environ.get("DEXAI_UPDATE_SCREENSHOTS") == "1"
+         else Path(tempfile.gettempdir()) / "dexai-panel-screenshots")
+SHOTS.mkdir(parents=True, exist_ok=True)
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
 
