@@ -16,7 +16,9 @@ tier       share    what
                     search, ranked by :func:`.ranking.rank`, relevance at
                     least :data:`RELEVANT_FLOOR`)
 ``tier3``  25 %     background: the rest of the persistent context (project
-                    facts, preferences, insights, people), compressed
+                    facts, preferences, insights, people), then current
+                    memories of those categories not confident enough for
+                    it (e.g. added by hand), compressed
 ``tier4``  12.5 %   index: "Ask me about: ..." topic keys of what else is
                     known, which the ``recall`` tool expands
 =========  =======  =========================================================
@@ -76,7 +78,7 @@ from .block import (
 )
 from .focus import Focus
 from .forms import LEVELS, Forms, forms_of
-from .persistent import by_category
+from .persistent import by_category, persistent_category
 from .ranking import BUDGET_POOL, content_terms, lexical_relevance, rank
 
 if TYPE_CHECKING:
@@ -332,12 +334,26 @@ def _about_task(focus: Focus, durable: Sequence[Memory]) -> list[_Item]:
     return [_Item((m,), kind_of(m)) for m in hits]
 
 
-def _standing(durable: Sequence[Memory], settings: Settings, categories: Sequence[str]) -> list[_Item]:
+def _standing(durable: Sequence[Memory], settings: Settings, categories: Sequence[str], *,
+              unconfirmed: bool = False) -> list[_Item]:
+    """The persistent context's memories of ``categories`` (confident ones, in priority order); with
+    ``unconfirmed``, then the other current memories of those categories (background has room for
+    what is not confident enough to float at every session start, e.g. facts added by hand)."""
     cfg = settings.persistent_context
     if not cfg.enabled:
         return []
     groups = by_category(durable, cfg)
-    return [_Item((m,), cat.replace("project_fact", "fact")) for cat in categories for m in groups[cat]]
+    items = [_Item((m,), cat.replace("project_fact", "fact")) for cat in categories for m in groups[cat]]
+    if unconfirmed:
+        shown = {m.id for ms in groups.values() for m in ms}
+        rest = sorted((m for m in durable if m.id not in shown and m.is_valid and not is_tool_origin(m)
+                       and persistent_category(m) in categories), key=_rest_order)
+        items += [_Item((m,), str(persistent_category(m)).replace("project_fact", "fact")) for m in rest]
+    return items
+
+
+def _rest_order(m: Memory) -> tuple[object, ...]:
+    return (not m.pinned, -m.importance, -m.confidence, -m.mention_count, -m.created_at.timestamp(), m.id)
 
 
 async def _critical(provider: MemoryProvider, user_id: str, settings: Settings, focus: Focus,
@@ -398,7 +414,7 @@ async def assemble_context(provider: MemoryProvider, user_id: str, settings: Set
             elif tier == "tier2":
                 items = await _relevant(provider, user_id, focus, project, now)
             else:
-                items = _standing(durable, settings, BACKGROUND_CATEGORIES)
+                items = _standing(durable, settings, BACKGROUND_CATEGORIES, unconfirmed=True)
             fresh, seen = [], set(placed)
             for item in items:
                 ids = {m.id for m in item.memories}

@@ -138,7 +138,7 @@ def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
     for _, word in chosen:
         low = word.lower().strip("./:#@+-")
         low = low.rsplit("/", 1)[-1]  # a path: its file name
-        parts.append(re.sub(r"[^a-z0-9_.]+", "_", low)[:24].strip("_"))
+        parts.append(re.sub(r"[^a-z0-9_.-]+", "_", low)[:24].strip("_"))  # names keep their hyphens
     return " ".join(p for p in parts if p) or "memory"
 
 

@@ -287,3 +287,18 @@ async def test_the_recall_tool_expands_an_index_topic(store: NativeProvider, set
         topic = forms_of(m).index
         expanded = await recall_block(store, U, topic, settings)
         assert m.id in [r.memory.id for r in expanded.memories][:3], topic
+
+
+async def test_background_shows_facts_not_yet_confident_enough_for_the_persistent_context(
+        store: NativeProvider, settings: Settings) -> None:
+    """A fact added by hand starts at confidence 0.6, under the persistent context's floor: it does not float at
+    every session start, but background has room for it before it is reduced to an index key."""
+    added = Memory(content="The staging database is db-staging.internal on port 5433", user_id=U,
+                   type=MemoryType.FACT, importance=5, confidence=0.6)
+    await store.add(added)
+    result = await assemble_context(store, U, settings, budget=400)
+    assert [(p.memory_id, p.tier) for p in result.placements] == [(added.id, "tier3")]
+    assert "db-staging.internal on port 5433" in result.context
+    tight = await assemble_context(store, U, settings, budget=FENCE_TOKENS + 25)
+    assert [p.level for p in tight.placements] == ["index"]
+    assert "db-staging.internal" in tight.context  # the index key keeps the name's hyphen
