@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 
 from ..config import Settings
 from ..models import utcnow
+from .prefetch import clear_state as clear_prefetch
 from .state import (
     EVENTS,
     MAX_TOOL_TEXT,
@@ -76,7 +77,6 @@ from .state import (
     text_of,
     turn_id,
 )
-from .prefetch import clear_state as clear_prefetch
 
 logger = logging.getLogger("dexai_memory.hooks.events")
 
