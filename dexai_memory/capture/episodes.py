@@ -34,7 +34,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..models import Memory, MemoryType
@@ -63,7 +63,8 @@ class Episode(NamedTuple):
     title: str
     summary: str
     compressed: str
-    index: str
+    #: The index form (a short key the ``recall`` tool can expand).
+    key: str
     full: str
     artifacts: dict[str, list[Any]]
     started_at: str | None = None
@@ -75,7 +76,7 @@ class Episode(NamedTuple):
                       project=project, session_id=self.session_id, importance=4,
                       metadata={"title": self.title, "forms": {"summary": self.summary,
                                                                "compressed": self.compressed,
-                                                               "index": self.index},
+                                                               "index": self.key},
                                 "artifacts": self.artifacts, "started_at": self.started_at,
                                 "ended_at": self.ended_at, "source": "episode"})
 
@@ -84,7 +85,8 @@ class Episode(NamedTuple):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Episode:
-        return cls(**{k: data.get(k) for k in cls._fields})
+        fields: dict[str, Any] = {k: data.get(k) for k in cls._fields}
+        return cls(**fields)
 
 
 # --------------------------------------------------------------------------- reading the transcript
@@ -332,7 +334,7 @@ def build_episode(entries: Sequence[Mapping[str, Any]], session_id: str | None) 
     title, summary, compressed, index, full = forms_of(prompts, artifacts)
     stamps = [str(e["timestamp"]) for e in entries if isinstance(e.get("timestamp"), str)]
     return Episode(id=episode_id(session_id, entries), session_id=session_id, title=title, summary=summary,
-                   compressed=compressed, index=index, full=full, artifacts=artifacts,
+                   compressed=compressed, key=index, full=full, artifacts=artifacts,
                    started_at=stamps[0] if stamps else None, ended_at=stamps[-1] if stamps else None)
 
 
@@ -358,15 +360,3 @@ async def store_episode(provider: MemoryProvider, episode: Episode, *, user_id: 
     return await provider.update(memory.id, user_id=user_id, content=memory.content,
                                  metadata=dict(memory.metadata)), False
 
-
-def iter_artifact_terms(memory: Memory) -> Iterator[str]:
-    """Every file, command, commit and error line of an episode memory (for matching)."""
-    artifacts = memory.metadata.get("artifacts") if isinstance(memory.metadata, Mapping) else None
-    if not isinstance(artifacts, Mapping):
-        return
-    for key in ("files", "commands", "commits"):
-        for value in artifacts.get(key) or []:
-            yield str(value)
-    for fix in artifacts.get("errors_fixed") or []:
-        if isinstance(fix, Mapping):
-            yield f"{fix.get('command', '')} {fix.get('error', '')}"

@@ -105,7 +105,8 @@ def items_for(payload: dict[str, Any]) -> list[PrefetchItem]:
     from ..recall.prefetch import branch_item, error_item, file_item
 
     tool = str(payload.get("tool_name") or "")
-    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    raw = payload.get("tool_input")
+    args: dict[str, Any] = raw if isinstance(raw, dict) else {}
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     out: list[PrefetchItem | None] = []
     if tool in FILE_TOOLS:

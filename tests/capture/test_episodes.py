@@ -92,7 +92,7 @@ def test_artifacts_and_forms_from_a_real_format_transcript(tmp_path: Path) -> No
     assert episode.title == "Fix the rounding bug in invoices."
     assert "invoice.py" in episode.summary and "1a2b3c4d" in episode.summary
     assert len(episode.compressed) < len(episode.summary) < len(episode.full)
-    assert episode.index.startswith("fix_rounding") and "invoice" in episode.index
+    assert episode.key.startswith("fix_rounding") and "invoice" in episode.key
     memory = episode.memory("dana", "shop")
     assert memory.type is MemoryType.EPISODE and memory.content == episode.full
     assert set(memory.metadata["forms"]) == {"summary", "compressed", "index"}
