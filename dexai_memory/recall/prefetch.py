@@ -11,7 +11,9 @@ candidates (memories, and EPISODE memories searched by type), but a candidate
 is kept only when its text, or an episode's artifacts, names the item: a
 *strong* needle (the file's path or file name, its dotted module, an exception
 name, a quoted name from the error, the branch) or two *weak* ones (the file's
-stem and folder, distinctive words of the error). Precision matters more than
+stem and folder, distinctive words of the error). An episode is matched on its
+artifacts only (files edited, commands, commits, errors fixed), not on its prompts,
+which are memories of their own and may already be in the conversation. Precision matters more than
 recall here: an unasked-for line costs context on every tool call.
 ``benchmarks/prefetch_bench.py`` measures both.
 
@@ -137,8 +139,11 @@ def _needle_in(needle: str, text: str) -> bool:
 
 
 def haystack(memory: Memory) -> str:
-    """The text a memory is matched on: its content and, for an episode, its artifacts."""
-    parts = [memory.content]
+    """The text a memory is matched on: its content; for an episode only its artifacts (what the
+    session did to files, commands and errors: its prompts are memories of their own)."""
+    if memory.type is not MemoryType.EPISODE:
+        return memory.content.lower()
+    parts = []
     artifacts = memory.metadata.get("artifacts") if isinstance(memory.metadata, Mapping) else None
     if isinstance(artifacts, Mapping):
         for key in ("files", "commands", "commits"):
