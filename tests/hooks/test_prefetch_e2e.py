@@ -20,7 +20,14 @@ from dexai_memory.config import load_settings
 from dexai_memory.models import MemoryType, SearchFilters
 from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.recall.source import run_now
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, RecordedRequest, Reply, ToolUse, last_user_text, text_of
+from dexai_memory.testing.fakeapi import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    Reply,
+    ToolUse,
+    last_user_text,
+    text_of,
+)
 
 from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
 
