@@ -115,7 +115,7 @@ def items_for(payload: dict[str, Any]) -> list[PrefetchItem]:
         command = str(args.get("command") or "")
         error = _error_text(payload)
         if error is not None:
-            out.append(error_item(error, command))
+            out.append(error_item(error))
         else:
             branch = branch_of(command)
             out.append(branch_item(branch) if branch else None)

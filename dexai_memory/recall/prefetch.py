@@ -9,7 +9,8 @@ hook's read-only SQLite reader with BM25 only) and returns a small fenced block.
 Search proposes, rules decide. Keyword search on the item's words finds the
 candidates (memories, and EPISODE memories searched by type), but a candidate
 is kept only when its text, or an episode's artifacts, names the item: a
-*strong* needle (the file's path or file name, its dotted module, an exception
+*strong* needle (the file's path or file name, its dotted module, its folder
+named on its own, an exception
 name, a quoted name from the error, the branch) or two *weak* ones (the file's
 stem and folder, distinctive words of the error). An episode is matched on its
 artifacts only (files edited, commands, commits, errors fixed), not on its prompts,
@@ -45,7 +46,8 @@ _QUOTED = re.compile(r"['\"`]([^'\"`\s]{3,80})['\"`]")
 _ERROR_STOP = frozenset({"error", "errors", "failed", "fail", "failure", "traceback", "most", "recent", "call", "last",
                          "file", "line", "exit", "code", "command", "found", "with", "from", "this", "that", "none",
                          "true", "false", "expected", "got", "cannot", "could", "does", "exist", "such", "directory",
-                         "module", "named", "exception", "raise", "raised", "self", "return", "value", "type"})
+                         "module", "named", "exception", "raise", "raised", "self", "return", "value", "type",
+                         "test", "tests", "passed", "warning", "warnings", "usage"})
 
 
 class PrefetchItem(NamedTuple):
@@ -89,6 +91,8 @@ def file_item(path: str, cwd: str | None = None) -> PrefetchItem | None:
         module = ".".join(parts[-3:])[:-3]
         if "." in module:
             strong.append(module.lower())
+    if len(parts) >= 3:  # the folder named as itself ("never edit proto/gen by hand"), not a file in it
+        strong.append("/".join(parts[:-1]).lower() + "/")
     weak = []
     if stem and stem.lower() not in GENERIC_STEMS and len(stem) >= 3:
         weak.append(stem.lower())
@@ -99,8 +103,9 @@ def file_item(path: str, cwd: str | None = None) -> PrefetchItem | None:
     return PrefetchItem("file", f"file:{rel}", query, tuple(dict.fromkeys(strong)), tuple(dict.fromkeys(weak)))
 
 
-def error_item(error: str, command: str = "") -> PrefetchItem | None:
-    """The item of a failing command: its error text (the last lines say most)."""
+def error_item(error: str) -> PrefetchItem | None:
+    """The item of a failing command: its error text (the last lines say most; the command itself
+    is no needle: it names its program, not its failure)."""
     lines = [ln.strip() for ln in (error or "").splitlines() if ln.strip()]
     if not lines:
         return None
@@ -108,9 +113,6 @@ def error_item(error: str, command: str = "") -> PrefetchItem | None:
     strong = list(dict.fromkeys(m.lower() for m in _EXC.findall(tail)))
     strong += [q.lower() for q in _QUOTED.findall(tail) if not q.isdigit()][:3]
     weak = [w.lower() for w in _WORD.findall(tail) if w.lower() not in _ERROR_STOP]
-    program = command.split()[0] if command.split() else ""
-    if program and program.lower() not in _ERROR_STOP:
-        weak.append(os.path.basename(program).lower())
     weak = [w for w in dict.fromkeys(weak) if w not in strong][:12]
     if not strong and len(weak) < 2:
         return None
@@ -133,9 +135,10 @@ def branch_item(branch: str) -> PrefetchItem | None:
 
 
 def _needle_in(needle: str, text: str) -> bool:
-    if re.fullmatch(r"\w+", needle):
-        return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", text) is not None
-    return needle in text
+    if needle.endswith("/"):  # a folder: named on its own, not as the start of a longer path
+        return re.search(rf"(?<![\w/.-]){re.escape(needle[:-1])}(?![\w/.-])", text) is not None
+    # whole words and whole paths: "invoice.py" is not named by "test_invoice.py"
+    return re.search(rf"(?<![\w.-]){re.escape(needle)}(?![\w-])", text) is not None
 
 
 def haystack(memory: Memory) -> str:
@@ -143,7 +146,7 @@ def haystack(memory: Memory) -> str:
     session did to files, commands and errors: its prompts are memories of their own)."""
     if memory.type is not MemoryType.EPISODE:
         return memory.content.lower()
-    parts = []
+    parts: list[str] = []
     artifacts = memory.metadata.get("artifacts") if isinstance(memory.metadata, Mapping) else None
     if isinstance(artifacts, Mapping):
         for key in ("files", "commands", "commits"):
