@@ -62,6 +62,7 @@ SDK_EVENTS = {
     "PreCompact": "pre-compact",
     "PostCompact": "post-compact",
     "PostToolUse": "post-tool-use",
+    "PostToolUseFailure": "post-tool-use",  # the prefetch for a failing command (dexai_memory.hooks.prefetch)
     "Stop": "stop",
 }
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,7 +26,7 @@ from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.tokens import count_tokens
 
-from .test_hook_runtime import _DaemonStub, hook
+from .test_hook_runtime import FORBIDDEN, _DaemonStub, hook
 
 CWD = "/home/alice/shop"
 DECISION = "We decided src/billing/invoice.py must round with Decimal, never float"
@@ -185,3 +188,38 @@ async def test_the_daemon_answers_the_prefetch_when_it_runs(daemon: _DaemonStub)
     event, text = await asyncio.to_thread(post, home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"},
                                           DEXAI_MEMORY_HOME=str(home))
     assert event == "PostToolUse" and DECISION in text and len(calls) == 1
+
+
+def test_the_prefetch_path_imports_no_heavy_module(home: Path) -> None:
+    """No embedder, numpy or sqlean on PostToolUse: the prefetch reads with BM25 when no daemon answers."""
+    code = (
+        "import io, json, sys\n"
+        "from dexai_memory.hooks.command import run\n"
+        f"for p in [{{'tool_name': 'Read', 'tool_input': {{'file_path': '{CWD}/src/billing/invoice.py'}}}},"
+        " {'tool_name': 'Bash', 'tool_input': {'command': 'python x.py'}, 'hook_event_name': 'PostToolUseFailure',"
+        "  'error': 'ConnectionResetError: reset'},"
+        " {'tool_name': 'Bash', 'tool_input': {'command': 'git checkout feature/csv-export'}, 'tool_response': {}}]:\n"
+        f"    out = io.StringIO(); run('post-tool-use', io.StringIO(json.dumps({{**p, 'session_id': 'x', 'cwd': '{CWD}'}})), out)\n"
+        "    assert 'additionalContext' in out.getvalue(), out.getvalue()\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+async def test_agent_sdk_hooks_prefetch_in_process(home: Path, embedder: Embedder) -> None:
+    from dexai_memory.hooks.sdk import memory_hooks
+
+    async with NativeProvider(home / "memory.db", embedder=embedder) as provider:
+        hooks = memory_hooks(provider, user_id="alice", settings=load_settings(home=home))
+        read = {"session_id": "sdk1", "cwd": CWD, "tool_name": "Read", "hook_event_name": "PostToolUse",
+                "tool_input": {"file_path": f"{CWD}/src/billing/invoice.py"}, "tool_response": "x"}
+        out = await hooks["PostToolUse"][0].hooks[0](read, "t1", None)
+        assert DECISION in out["hookSpecificOutput"]["additionalContext"]
+        failed = {"session_id": "sdk1", "cwd": CWD, "tool_name": "Bash", "hook_event_name": "PostToolUseFailure",
+                  "tool_input": {"command": "python export.py"}, "error": "ConnectionResetError: reset by peer"}
+        out = await hooks["PostToolUseFailure"][0].hooks[0](failed, "t2", None)
+        assert out["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+        assert VPN in out["hookSpecificOutput"]["additionalContext"]
