@@ -151,8 +151,8 @@ def _user_text(entry: Mapping[str, Any]) -> str:
 
 
 def _first_error_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in reversed(lines):  # tracebacks end with the error
+    lines = [re.sub(r"^E\s+", "", " ".join(ln.split())) for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):  # tracebacks end with the error (pytest marks its lines "E   ")
         if re.search(r"(error|exception|failed|fatal|not found|denied)", ln, re.I):
             return ln[:200]
     return (lines[-1] if lines else "")[:200]
@@ -250,7 +250,7 @@ def artifacts_of(entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[A
 def _title(prompts: Sequence[str], artifacts: Mapping[str, list[Any]]) -> str:
     if prompts:
         first = _SENTENCE.split(" ".join(prompts[0].split()), 1)[0]
-        return first[:80].rstrip(" ,;:") + ("..." if len(first) > 80 else "")
+        return first[:80].rstrip(" ,;:.!?") + ("..." if len(first) > 80 else "")
     files = artifacts.get("files") or []
     if files:
         return "Edited " + ", ".join(os.path.basename(f) for f in files[:3])

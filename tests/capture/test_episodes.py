@@ -87,9 +87,9 @@ def test_artifacts_and_forms_from_a_real_format_transcript(tmp_path: Path) -> No
     assert art["commands"][0] == "pytest tests/test_invoice.py" and len(art["commands"]) == 2
     assert art["commits"] == ["1a2b3c4d Round invoices with Decimal"]
     assert art["errors_fixed"] == [{"command": "pytest tests/test_invoice.py",
-                                    "error": "E   AssertionError: 10.01 != 10.00"}]
+                                    "error": "AssertionError: 10.01 != 10.00"}]
     assert "sk-ant-api03" not in json.dumps(episode.to_dict())  # commands are redacted
-    assert episode.title == "Fix the rounding bug in invoices."
+    assert episode.title == "Fix the rounding bug in invoices"
     assert "invoice.py" in episode.summary and "1a2b3c4d" in episode.summary
     assert len(episode.compressed) < len(episode.summary) < len(episode.full)
     assert episode.key.startswith("fix_rounding") and "invoice" in episode.key
