@@ -85,10 +85,10 @@ class SourceBackend:
         #: The memories the last call returned (reset by the caller before each event).
         self.last: tuple[str, ...] = ()
 
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, exclude_ids: Sequence[str],
-                 max_tokens: int, max_items: int) -> Block:
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
         coro = prefetch(self.source, user_id, items, max_tokens=max_tokens, max_items=max_items, project=project,
-                        exclude_ids=exclude_ids)
+                        local=local, exclude_ids=exclude_ids)
         result = run_now(coro) if self.loop is None else self.loop.run_until_complete(coro)
         self.last = result.memory_ids
         return Block(result.text, result.memory_ids)

@@ -13,7 +13,7 @@ Socket operations (request ``{"op": ..., ...}`` -> reply dict):
 ``hook.turn_end``    ``user_id, session_id, reply, injected`` -> ``cited`` (wakes the queue worker; counts the
                      citations of the injected memories the reply used)
 ``hook.session_end`` ``user_id, session_id`` -> ``flushed, new_notes, consolidation_scheduled``
-``hook.prefetch``    ``user_id, items, project, exclude_ids, max_tokens, max_items`` -> ``text, tokens, memory_ids``
+``hook.prefetch``    ``user_id, items, project, local, exclude_ids, max_tokens, max_items`` -> ``text, tokens, memory_ids``
                      (the file-aware prefetch, :mod:`dexai_memory.recall.prefetch`)
 ``hook.episode``     ``user_id, episode, project`` -> ``id, created`` (:mod:`dexai_memory.capture.episodes`)
 """
@@ -140,10 +140,11 @@ class HookActions:
         return out
 
     async def prefetch(self, *, user_id: str, items: Sequence[PrefetchItem], project: str | None = None,
-                       exclude_ids: Sequence[str] = (), max_tokens: int, max_items: int = 3) -> PrefetchResult:
+                       local: str | None = None, exclude_ids: Sequence[str] = (), max_tokens: int,
+                       max_items: int = 3) -> PrefetchResult:
         """What is known about ``items`` (:func:`dexai_memory.recall.prefetch.prefetch` on the provider)."""
         return await prefetch(self.provider, user_id, items, max_tokens=max_tokens, max_items=max_items,
-                              project=project, exclude_ids=exclude_ids)
+                              project=project, local=local, exclude_ids=exclude_ids)
 
     async def episode(self, *, user_id: str, episode: Episode, project: str | None = None) -> dict[str, Any]:
         """Store the episode, or update the one of the same stretch (:func:`store_episode`)."""
@@ -231,7 +232,8 @@ def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
         from .prefetch import items_from_json
 
         r = await act.prefetch(user_id=str(req["user_id"]), items=items_from_json(req.get("items")),
-                               project=req.get("project"), exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
+                               project=req.get("project"), local=req.get("local"),
+                               exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
                                max_tokens=int(req.get("max_tokens") or 0), max_items=int(req.get("max_items") or 3))
         return {"text": r.text, "tokens": r.tokens, "memory_ids": list(r.memory_ids)}
 

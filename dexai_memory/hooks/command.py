@@ -222,12 +222,12 @@ class CommandBackend(HookBackend):
                        "they stay queued", budget)
         return {"by": None, "flushed": False}
 
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, exclude_ids: Sequence[str],
-                 max_tokens: int, max_items: int) -> Block:
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
         from .prefetch import items_to_json
 
         reply = daemon_request(self.settings, {"op": "hook.prefetch", "user_id": user_id, "items": items_to_json(items),
-                                               "project": project, "exclude_ids": list(exclude_ids),
+                                               "project": project, "local": local, "exclude_ids": list(exclude_ids),
                                                "max_tokens": max_tokens, "max_items": max_items})
         if reply is not None and isinstance(reply.get("text"), str):
             return Block(reply["text"], tuple(str(i) for i in reply.get("memory_ids") or []))
@@ -237,7 +237,7 @@ class CommandBackend(HookBackend):
 
         with SqliteReader(self.settings.db_path) as reader:
             result = run_now(prefetch(reader, user_id, items, max_tokens=max_tokens, max_items=max_items,
-                                      project=project, exclude_ids=exclude_ids))
+                                      project=project, local=local, exclude_ids=exclude_ids))
         return Block(result.text, result.memory_ids)
 
     def episode(self, *, user_id: str, episode: dict[str, Any], project: str | None) -> dict[str, Any]:

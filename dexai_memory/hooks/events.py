@@ -39,7 +39,7 @@ What each event does
 ``session-end``
     Record the episode of the session (or of its stretch since the last compaction);
     get the queue extracted; consolidation is scheduled when enough new notes
-    accumulated; the session's state files are removed.
+    accumulated; the session's state file is removed.
 
 Stdlib only (command hooks import it).
 """
@@ -123,8 +123,8 @@ class HookBackend(abc.ABC):
         """A turn ended (a daemon may start extracting at once, and count which of the ``injected``
         memories the ``reply`` used: :mod:`dexai_memory.lifecycle.usage`)."""
 
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, exclude_ids: Sequence[str],
-                 max_tokens: int, max_items: int) -> Block:
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
         """What is known about ``items`` (:class:`~dexai_memory.recall.prefetch.PrefetchItem`), see
         :func:`dexai_memory.recall.prefetch.prefetch`. This default finds nothing."""
         return Block("")
@@ -339,7 +339,6 @@ def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
 def on_session_end(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
     sid = payload.get("session_id")
     record_episode(ctx, payload)
-    clear_prefetch(ctx.settings, sid)
     result = ctx.backend.session_end(user_id=ctx.user_id, session_id=sid)
     logger.info("session end: %s", result)
     path = session_file(ctx.settings, sid)

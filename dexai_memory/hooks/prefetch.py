@@ -12,9 +12,11 @@ socket operation when one answers, else BM25 on the read-only SQLite reader in t
 the answer is the hook's ``hookSpecificOutput.additionalContext``, at most
 ``hooks.prefetch_tokens`` tokens (0 = off) and ``hooks.prefetch_items`` memories. Each item is
 looked up once per session, and memories already in the conversation (the L1 block, auto-recall,
-earlier prefetches: the session state's ``injected`` ids) are never repeated. What was
-prefetched is kept in ``<home>/hooks/prefetch-<session>.json`` (0600), cleared after a
-compaction (the context it was in is gone) and at SessionEnd.
+earlier prefetches: the session state's ``injected`` ids) are never repeated; memories of
+another project (another repository's ``src/app.py``) are left out, those of no project kept.
+What was prefetched is kept in ``<home>/hooks/prefetch-<session>.json`` (0600), cleared after a
+compaction (the context it was in is gone), pruned with the other hook state after 7 idle days
+(kept at SessionEnd: a resumed session still shows what was prefetched).
 
 Stdlib only (the command hook imports it on every tool call).
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings
-from .state import load_session, safe_id, state_dir, write_json
+from .state import load_session, project_key, safe_id, state_dir, write_json
 
 if TYPE_CHECKING:
     from ..recall.prefetch import PrefetchItem
@@ -39,8 +41,8 @@ if TYPE_CHECKING:
 class PrefetchBackend(Protocol):
     """The part of :class:`~dexai_memory.hooks.events.HookBackend` the prefetch uses."""
 
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, exclude_ids: Sequence[str],
-                 max_tokens: int, max_items: int) -> Any:
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Any:
         """A block (``text``, ``memory_ids``) of what is known about ``items``."""
         ...
 
@@ -138,7 +140,8 @@ def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str
     prefetched = [str(i) for i in state.get("ids") or []]
     exclude = list(dict.fromkeys([*(str(i) for i in load_session(settings, sid).get("injected") or []),
                                   *prefetched]))
-    block = backend.prefetch(user_id=user_id, items=items, project=project, exclude_ids=exclude,
+    block = backend.prefetch(user_id=user_id, items=items, project=project, local=project or project_key(payload),
+                             exclude_ids=exclude,
                                  max_tokens=budget, max_items=settings.hooks.prefetch_items)
     state["items"] = [*(state.get("items") or []), *(i.key for i in items)][-MAX_REMEMBERED:]
     state["ids"] = list(dict.fromkeys([*prefetched, *block.memory_ids]))[-MAX_REMEMBERED:]

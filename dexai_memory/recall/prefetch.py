@@ -184,14 +184,18 @@ def line_of(memory: Memory) -> str:
 # --------------------------------------------------------------------------- lookup
 
 
-async def candidates(source: RecallSource, item: PrefetchItem, *, user_id: str,
-                     project: str | None) -> list[tuple[int, float, Memory]]:
-    """``(match score, search score, memory)`` of the memories and episodes about ``item``, best first."""
+async def candidates(source: RecallSource, item: PrefetchItem, *, user_id: str, project: str | None,
+                     local: str | None = None) -> list[tuple[int, float, Memory]]:
+    """``(match score, search score, memory)`` of the memories and episodes about ``item``, best first;
+    with ``local``, memories of another project are left out (``src/app.py`` of another repository
+    is another file), those of no project kept."""
     out: dict[str, tuple[int, float, Memory]] = {}
     for types in ((), (MemoryType.EPISODE,)):
         hits = await source.search(item.query, user_id=user_id, filters=SearchFilters(project=project, types=types),
                                    limit=CANDIDATES)
         for hit in hits:
+            if local is not None and hit.memory.project not in (None, local):
+                continue
             score = match_score(item, hit.memory)
             if score and hit.memory.id not in out:
                 out[hit.memory.id] = (score, hit.score, hit.memory)
@@ -206,10 +210,11 @@ def _label(items: Sequence[PrefetchItem]) -> str:
 
 
 async def prefetch(source: RecallSource, user_id: str, items: Iterable[PrefetchItem], *, max_tokens: int,
-                   max_items: int = 3, project: str | None = None,
+                   max_items: int = 3, project: str | None = None, local: str | None = None,
                    exclude_ids: Sequence[str] = ()) -> PrefetchResult:
     """The block of what is known about ``items``, within ``max_tokens`` (fence included) and
-    ``max_items`` memories, skipping ``exclude_ids`` (already in the conversation)."""
+    ``max_items`` memories, skipping ``exclude_ids`` (already in the conversation). ``project``
+    filters the search; ``local`` leaves out other projects' memories (see :func:`candidates`)."""
     items = list(items)
     if max_tokens <= 0 or not items:
         return PrefetchResult("", 0, (), ())
@@ -217,7 +222,7 @@ async def prefetch(source: RecallSource, user_id: str, items: Iterable[PrefetchI
     chosen: list[Memory] = []
     found: list[PrefetchItem] = []
     for item in items:
-        for _, _, memory in await candidates(source, item, user_id=user_id, project=project):
+        for _, _, memory in await candidates(source, item, user_id=user_id, project=project, local=local):
             if memory.id in skip or len(chosen) >= max_items:
                 continue
             skip.add(memory.id)

@@ -32,6 +32,8 @@ CWD = "/home/alice/shop"
 DECISION = "We decided src/billing/invoice.py must round with Decimal, never float"
 VPN = "The nightly export dies with ConnectionResetError when the VPN is down: reconnect the VPN and rerun it"
 BRANCH = "Branch feature/csv-export waits for the finance team's schema review before merging"
+OTHER_PROJECT = "In the other repo src/billing/invoice.py is generated code"
+THIS_PROJECT = "src/billing/invoice.py is imported by the nightly export"
 UNRELATED = ("Alice prefers tabs over spaces", "The deploy password hint is PINEAPPLE-42",
              "Invoices are emailed to customers on the first of the month")
 
@@ -63,6 +65,8 @@ async def home(isolated_home: Path, embedder: Embedder) -> Path:
         for text in (DECISION, VPN, BRANCH, *UNRELATED):
             await p.add(Memory(content=text, user_id="alice", importance=6))
         await p.add(Memory(content=DECISION + " (bob's copy)", user_id="bob"))
+        await p.add(Memory(content=OTHER_PROJECT, user_id="alice", importance=6, project="/home/alice/other-repo"))
+        await p.add(Memory(content=THIS_PROJECT, user_id="alice", importance=6, project=CWD))
         await p.add(_episode_memory())
     return isolated_home
 
@@ -88,12 +92,13 @@ def test_reading_a_file_brings_what_was_decided_about_it_once_per_session(home: 
     event, text = post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"})
     assert event == "PostToolUse" and DECISION in text and text.startswith("<dexai-memory>")
     assert "bob" not in text and not any(u in text for u in UNRELATED)
+    assert THIS_PROJECT in text and OTHER_PROJECT not in text  # another repository's file of that name is another file
     assert count_tokens(text) <= load_settings(home=home).hooks.prefetch_tokens
     # the same file again (read or edited): nothing repeated
     assert post(home, "Edit", {"file_path": f"{CWD}/src/billing/invoice.py"})[1] == ""
     assert post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"})[1] == ""
     state = json.loads(prefetch_file(load_settings(home=home), "s1").read_text())
-    assert state["items"] == ["file:src/billing/invoice.py"] and len(state["ids"]) == 1
+    assert state["items"] == ["file:src/billing/invoice.py"] and len(state["ids"]) == 2
     assert prefetch_file(load_settings(home=home), "s1").stat().st_mode & 0o077 == 0
     # another session gets it again
     assert DECISION in post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}, session="s2")[1]
@@ -103,7 +108,8 @@ def test_what_the_session_already_shows_is_not_repeated(home: Path) -> None:
     settings = load_settings(home=home)
     ids = [m.id for m in asyncio.run(_all(home)) if m.content == DECISION]
     hook_state.remember_injected(settings, "s1", ids)  # e.g. the L1 block or auto-recall showed it
-    assert post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"})[1] == ""
+    text = post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"})[1]
+    assert THIS_PROJECT in text and DECISION not in text
 
 
 async def _all(home: Path) -> list[Memory]:
@@ -122,8 +128,8 @@ def test_budget_and_off_switch(home: Path) -> None:
     assert post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}) == ("", "")
     (home / "memory.yaml").write_text("hooks:\n  prefetch_tokens: 62\n")
     event, text = post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}, session="s3")
-    assert event == "PostToolUse" and 0 < count_tokens(text) <= 62 and "We decided src/billing" in text
-    assert DECISION not in text  # cut to fit
+    assert event == "PostToolUse" and 0 < count_tokens(text) <= 62
+    assert text.count("\n- ") == 1 and DECISION not in text  # one line fits (cut when it must), not two
 
 
 def test_a_failing_command_brings_the_known_fix(home: Path) -> None:
