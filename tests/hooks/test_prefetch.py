@@ -229,3 +229,20 @@ async def test_agent_sdk_hooks_prefetch_in_process(home: Path, embedder: Embedde
         out = await hooks["PostToolUseFailure"][0].hooks[0](failed, "t2", None)
         assert out["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
         assert VPN in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_after_a_compaction_the_file_is_looked_up_again(home: Path) -> None:
+    assert DECISION in post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}, session="c1")[1]
+    assert hook("session-end", {"session_id": "c1", "cwd": CWD}, home).returncode == 0
+    # a resumed session still shows what was prefetched: not repeated
+    assert post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}, session="c1")[1] == ""
+    # the compaction summary replaced it: the next read brings again what the re-injected block lacks
+    proc = hook("session-start", {"session_id": "c1", "source": "compact", "cwd": CWD}, home)
+    assert proc.returncode == 0
+    settings = load_settings(home=home)
+    assert not prefetch_file(settings, "c1").exists()
+    text = post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}, session="c1")[1]
+    reinjected = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    for memory in (DECISION, THIS_PROJECT):
+        assert (memory in reinjected) != (memory in text), memory  # shown once after the compaction
+    assert text  # looked up again
