@@ -12,9 +12,11 @@ socket operation when one answers, else BM25 on the read-only SQLite reader in t
 the answer is the hook's ``hookSpecificOutput.additionalContext``, at most
 ``hooks.prefetch_tokens`` tokens (0 = off) and ``hooks.prefetch_items`` memories. Each item is
 looked up once per session, and memories already in the conversation (the L1 block, auto-recall,
-earlier prefetches: the session state's ``injected`` ids) are never repeated; memories of
+earlier prefetches: the session state's ``injected`` ids) are never repeated. What it shows is
+added to those ids, so auto-recall does not repeat it either, and Stop counts it when the reply
+cites it (:mod:`dexai_memory.lifecycle.usage`: how often a prefetch was used). Memories of
 another project (another repository's ``src/app.py``) are left out, those of no project kept.
-What was prefetched is kept in ``<home>/hooks/prefetch-<session>.json`` (0600), cleared after a
+The items looked up are kept in ``<home>/hooks/prefetch-<session>.json`` (0600), cleared after a
 compaction (the context it was in is gone), pruned with the other hook state after 7 idle days
 (kept at SessionEnd: a resumed session still shows what was prefetched).
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings
-from .state import load_session, project_key, safe_id, state_dir, write_json
+from .state import load_session, project_key, remember_injected, safe_id, state_dir, write_json
 
 if TYPE_CHECKING:
     from ..recall.prefetch import PrefetchItem
@@ -59,7 +61,7 @@ def prefetch_file(settings: Settings, session_id: str | None) -> Path:
 
 
 def load_state(settings: Settings, session_id: str | None) -> dict[str, Any]:
-    """``{"items": [keys looked up], "ids": [memory ids prefetched]}`` of a session."""
+    """``{"items": [keys looked up]}`` of a session."""
     try:
         data = json.loads(prefetch_file(settings, session_id).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -137,15 +139,15 @@ def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str
     items = [i for i in items_for(payload) if i.key not in done]
     if not items:
         return ""
-    prefetched = [str(i) for i in state.get("ids") or []]
-    exclude = list(dict.fromkeys([*(str(i) for i in load_session(settings, sid).get("injected") or []),
-                                  *prefetched]))
+    exclude = [str(i) for i in load_session(settings, sid).get("injected") or []]
     block = backend.prefetch(user_id=user_id, items=items, project=project, local=project or project_key(payload),
                              exclude_ids=exclude,
                                  max_tokens=budget, max_items=settings.hooks.prefetch_items)
     state["items"] = [*(state.get("items") or []), *(i.key for i in items)][-MAX_REMEMBERED:]
-    state["ids"] = list(dict.fromkeys([*prefetched, *block.memory_ids]))[-MAX_REMEMBERED:]
     write_json(prefetch_file(settings, sid), state)
+    if block.memory_ids:
+        # shown now: auto-recall does not repeat them, and Stop counts their citations in the reply
+        remember_injected(settings, sid, block.memory_ids)
     return block.text
 
 

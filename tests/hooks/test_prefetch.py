@@ -98,7 +98,9 @@ def test_reading_a_file_brings_what_was_decided_about_it_once_per_session(home: 
     assert post(home, "Edit", {"file_path": f"{CWD}/src/billing/invoice.py"})[1] == ""
     assert post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"})[1] == ""
     state = json.loads(prefetch_file(load_settings(home=home), "s1").read_text())
-    assert state["items"] == ["file:src/billing/invoice.py"] and len(state["ids"]) == 2
+    assert state == {"items": ["file:src/billing/invoice.py"]}
+    shown = hook_state.load_session(load_settings(home=home), "s1")["injected"]
+    assert len(shown) == 2  # auto-recall will not repeat them; Stop counts their citations
     assert prefetch_file(load_settings(home=home), "s1").stat().st_mode & 0o077 == 0
     # another session gets it again
     assert DECISION in post(home, "Read", {"file_path": f"{CWD}/src/billing/invoice.py"}, session="s2")[1]
