@@ -92,3 +92,30 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
     with SqliteReader(settings.db_path) as reader:
         episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
     assert any(KEY in e.content for e in episodes), [e.content for e in episodes]
+
+
+def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
+        tmp_path: Path, mem_home: Path) -> None:  # noqa: F811
+    """A Bash command that exits non-zero (the plugin hooks PostToolUseFailure for Bash, and
+    PostToolUse reads a non-zero exit code): what is known about the error reaches the model
+    beside it."""
+    lesson = "The nightly export dies with ConnectionResetError when the VPN is down: reconnect the VPN first."
+    prompt = "Run the export script."
+    command = "python3 -c \"raise ConnectionResetError('Connection reset by peer')\""
+    mem_home.mkdir(parents=True, exist_ok=True)
+    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    with FakeMessagesAPI() as api:
+        run = runner(tmp_path, api, mem_home, autostart=False)
+        run(lesson).check()
+        api.clear()
+        run.last_session_id = None
+        api.enqueue(Reply(tool_uses=[ToolUse("Bash", {"command": command, "description": "run the export"})]),
+                    when=lambda body: prompt in last_user_text(body))
+        api.enqueue(Reply(text="The VPN is down."))
+        run(prompt).check()
+        requests = [r for r in api.message_requests() if prompt in text_of(r)]
+    after = next((r for r in requests if "tool_result" in str(r.body.get("messages"))), None)
+    assert after is not None, "the fake model's Bash never ran"
+    assert "ConnectionResetError" in text_of(after)  # the failure itself
+    remembered = memory_text(text_of(after))
+    assert "reconnect the VPN" in remembered, remembered
