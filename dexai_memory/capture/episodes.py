@@ -81,10 +81,12 @@ class Episode(NamedTuple):
                                 "ended_at": self.ended_at, "source": "episode"})
 
     def to_dict(self) -> dict[str, Any]:
+        """The episode as JSON-ready fields (the daemon's ``hook.episode`` request)."""
         return self._asdict()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Episode:
+        """The episode of :meth:`to_dict`'s fields (missing ones None)."""
         fields: dict[str, Any] = {k: data.get(k) for k in cls._fields}
         return cls(**fields)
 
@@ -145,7 +147,11 @@ def _user_text(entry: Mapping[str, Any]) -> str:
     else:
         text = "\n".join(str(b.get("text") or "") for b in _blocks(entry) if b.get("type") == "text")
     text = text.strip()
-    if text.startswith(("<command-", "<local-command", "<system-reminder")) or entry.get("isMeta"):
+    if text.startswith(("<command-", "<local-command", "<system-reminder")):
+        return ""
+    # Claude Code's own entries: meta lines, the compaction summary, a subagent's instructions
+    if entry.get("isMeta") or entry.get("isCompactSummary") or entry.get("isVisibleInTranscriptOnly") \
+            or entry.get("isSidechain"):
         return ""
     return text
 

@@ -61,6 +61,11 @@ class Transcript:
 
     def compact_boundary(self) -> None:
         self._write({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"})
+        # what Claude Code writes after it: the summary, a caveat, the command and its output
+        self._write({"type": "user", "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
+                     "message": {"role": "user", "content": "This session is being continued... Summary: chatted"}})
+        self._write({"type": "user", "isMeta": True, "message": {"role": "user", "content": "<local-command-caveat>"}})
+        self._write({"type": "user", "message": {"role": "user", "content": "<command-name>/compact</command-name>"}})
 
 
 def session_one(path: Path) -> Transcript:
@@ -103,12 +108,13 @@ def test_a_stretch_starts_after_the_last_compaction(tmp_path: Path) -> None:
     t = session_one(tmp_path / "t.jsonl")
     first = episode_from_transcript(str(t.path), "sess-1")
     t.compact_boundary()
-    assert stretch_entries(str(t.path)) == [] and episode_from_transcript(str(t.path), "sess-1") is None
+    assert len(stretch_entries(str(t.path))) == 3 and episode_from_transcript(str(t.path), "sess-1") is None
     t.prompt("Now add a CSV export of invoices.")
     t.tool("Write", {"file_path": f"{CWD}/src/billing/export.py", "content": "..."})
     second = episode_from_transcript(str(t.path), "sess-1")
     assert first is not None and second is not None and second.id != first.id
     assert second.artifacts["files"] == ["src/billing/export.py"] and second.artifacts["commits"] == []
+    assert second.title == "Now add a CSV export of invoices" and "continued" not in second.full
     # the same stretch, grown: the same episode id
     t.tool("Bash", {"command": "git status"}, "clean")
     grown = episode_from_transcript(str(t.path), "sess-1")
