@@ -105,25 +105,28 @@ def _error_text(payload: dict[str, Any]) -> str | None:
 
 
 def items_for(payload: dict[str, Any]) -> list[PrefetchItem]:
-    """What a PostToolUse / PostToolUseFailure ``payload`` asks to look up."""
-    from ..recall.prefetch import branch_item, error_item, file_item
-
+    """What a PostToolUse / PostToolUseFailure ``payload`` asks to look up ([] for most tool calls,
+    decided before anything is imported)."""
     tool = str(payload.get("tool_name") or "")
     raw = payload.get("tool_input")
     args: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    out: list[PrefetchItem | None] = []
+    item: PrefetchItem | None = None
     if tool in FILE_TOOLS:
-        out.append(file_item(str(args.get("file_path") or args.get("notebook_path") or ""), cwd))
+        from ..recall.prefetch import file_item
+
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        item = file_item(str(args.get("file_path") or args.get("notebook_path") or ""), cwd)
     elif tool == "Bash":
-        command = str(args.get("command") or "")
         error = _error_text(payload)
         if error is not None:
-            out.append(error_item(error))
-        else:
-            branch = branch_of(command)
-            out.append(branch_item(branch) if branch else None)
-    return [i for i in out if i is not None]
+            from ..recall.prefetch import error_item
+
+            item = error_item(error)
+        elif (branch := branch_of(str(args.get("command") or ""))) is not None:
+            from ..recall.prefetch import branch_item
+
+            item = branch_item(branch)
+    return [item] if item is not None else []
 
 
 def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str, Any], *, user_id: str,
@@ -134,15 +137,17 @@ def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str
     budget = settings.hooks.prefetch_tokens
     if budget <= 0:
         return ""
+    items = items_for(payload)
+    if not items:
+        return ""
     state = load_state(settings, sid)
     done = set(state.get("items") or [])
-    items = [i for i in items_for(payload) if i.key not in done]
+    items = [i for i in items if i.key not in done]
     if not items:
         return ""
     exclude = [str(i) for i in load_session(settings, sid).get("injected") or []]
     block = backend.prefetch(user_id=user_id, items=items, project=project, local=project or project_key(payload),
-                             exclude_ids=exclude,
-                                 max_tokens=budget, max_items=settings.hooks.prefetch_items)
+                             exclude_ids=exclude, max_tokens=budget, max_items=settings.hooks.prefetch_items)
     state["items"] = [*(state.get("items") or []), *(i.key for i in items)][-MAX_REMEMBERED:]
     write_json(prefetch_file(settings, sid), state)
     if block.memory_ids:
