@@ -30,7 +30,10 @@ next reply used it. Real usage would be counted from replies (``dexai_memory.lif
 counts citations of injected memories) over real sessions; this corpus cannot give that. Read
 the figures as a regression check of the rules (precision should stay near 1, recall shows
 what the rules miss on purpose: a generic file name like ``README.md`` or an error with one
-distinctive word), not as a field measurement. The figures are also in-sample: the first run
+distinctive word), not as a field measurement.
+
+The full run also times the real command hook process (PostToolUse on a ``Read``, no daemon)
+for a file memory knows about, one it does not, and with the prefetch off, interleaved. The figures are also in-sample: the first run
 (precision 0.91, recall 0.84) led to two rule changes (whole-path matching, so
 ``invoice.py`` is not named by ``test_invoice.py``; the failing command's program words are
 no needle) and one label fix, on this same corpus. ``--quick`` runs the reader only.
@@ -141,6 +144,41 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "mean_ms": round(sum(r["ms"] for r in rows) / len(rows), 2)}
 
 
+#: Hook processes timed per arm (full run only).
+HOOK_RUNS = 15
+
+
+def hook_process_ms(home: Path, cwd: str, runs: int = HOOK_RUNS) -> dict[str, Any]:
+    """Wall time of the real command hook (``python -m dexai_memory.hook_runtime post-tool-use``,
+    no daemon) for a ``Read`` of a file memory knows about, of one it does not, and with the
+    prefetch off (``hooks.prefetch_tokens: 0``); the arms interleaved in one run (shared machine)."""
+    import os
+    import statistics
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": USER, "DEXAI_DAEMON_AUTOSTART": "0"}
+    arms = {"known_file": "src/billing/invoice.py", "unknown_file": "src/nothing/here.py", "prefetch_off": None}
+    times: dict[str, list[float]] = {a: [] for a in arms}
+    config = home / "memory.yaml"
+    for n in range(runs):
+        for arm, rel in arms.items():
+            config.write_text("hooks:\n  prefetch_tokens: 0\n" if rel is None else "")
+            payload = {"session_id": f"hook-{arm}-{n}", "cwd": cwd, "tool_name": "Read", "tool_response": "x = 1",
+                       "tool_input": {"file_path": f"{cwd}/{rel or 'src/billing/invoice.py'}"}}
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", "post-tool-use"], env=env,
+                           input=json.dumps(payload), capture_output=True, text=True, check=True, timeout=60)
+            times[arm].append((time.perf_counter() - t0) * 1000)
+    config.unlink()
+    out: dict[str, Any] = {}
+    for arm, ts in times.items():
+        ts.sort()
+        out[arm] = {"p50_ms": round(statistics.median(ts), 1), "p95_ms": round(ts[max(0, int(len(ts) * 0.95) - 1)], 1)}
+    out["load_average"] = round(os.getloadavg()[0], 2)
+    return out
+
+
 async def _store(path: Path, memories: list[Memory], embedder: Any) -> None:
     async with NativeProvider(path, embedder=embedder) as provider:
         for memory in memories:
@@ -163,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(_store(settings.db_path, memories, embedder))
         with SqliteReader(settings.db_path) as reader:
             results["reader"] = run_sessions(settings, SourceBackend(reader), corpus, "reader")
+        hook = None if args.quick else hook_process_ms(settings.home, corpus["cwd"])
         if not args.quick:
             loop = asyncio.new_event_loop()
             try:
@@ -188,13 +227,21 @@ def main(argv: Sequence[str] | None = None) -> int:
               if set(r["needed"]) != set(r["prefetched"])]
     for target, missed, extra in misses:
         print(f"  reader: {target}: missed {missed} extra {extra}")
+    if hook is not None:
+        print(format_table(["Read, hook process (no daemon)", "p50 ms", "p95 ms"],
+                           [[arm, v["p50_ms"], v["p95_ms"]] for arm, v in hook.items() if isinstance(v, dict)],
+                           title=f"PostToolUse wall time, {HOOK_RUNS} runs per arm, load {hook['load_average']}"))
     summary = {f"{name}_{k}": v for name, s in summary_by.items() for k, v in s.items()
                if k in ("precision", "recall", "items_per_event", "tokens_per_event", "false_alarms")}
+    for arm, v in (hook or {}).items():
+        if isinstance(v, dict):
+            summary[f"hook_{arm}_p50_ms"], summary[f"hook_{arm}_p95_ms"] = v["p50_ms"], v["p95_ms"]
     path = write_result(NAME, quick=args.quick, params={"corpus": CORPUS.name, "memories": len(memories),
                                                         "events": sum(len(s["events"]) for s in corpus["sessions"]),
                                                         "prefetch_tokens": settings.hooks.prefetch_tokens,
                                                         "prefetch_items": settings.hooks.prefetch_items},
-                        summary=summary, results={"scores": summary_by, "events": results}, out_dir=args.out)
+                        summary=summary, results={"scores": summary_by, "events": results, "hook_process": hook},
+                        out_dir=args.out)
     print(f"wrote {path}")
     return 0
 
