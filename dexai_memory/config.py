@@ -234,7 +234,12 @@ def _default_retention() -> dict[str, int | None]:
         "SESSION_NOTE": 7,
         "SNAPSHOT": 7,
         "TRANSCRIPT": None,
+        "EPISODE": 180,
     }
+
+
+#: Default of ``hooks.prefetch_tokens``.
+DEFAULT_PREFETCH_TOKENS = 300
 
 
 @dataclass(frozen=True)
@@ -251,6 +256,14 @@ class HooksConfig:
     #: Seconds PreCompact / SessionEnd spend extracting queued turns in the hook process itself
     #: when no daemon answers (offline extractor; what does not fit stays queued).
     inline_flush_seconds: float = field(default=10.0, metadata=_check(0.0, 55.0))
+    #: Tokens PostToolUse may add about the file, failing command or branch a tool just touched
+    #: (file-aware prefetch, :mod:`dexai_memory.hooks.prefetch`); 0 = off.
+    prefetch_tokens: int = field(default=DEFAULT_PREFETCH_TOKENS, metadata=_check(0, 4000))
+    #: Most memories one PostToolUse prefetch adds.
+    prefetch_items: int = field(default=3, metadata=_check(1, 20))
+    #: PreCompact and SessionEnd turn the session (or the stretch since the last compaction) into
+    #: an EPISODE memory with its artifacts (:mod:`dexai_memory.capture.episodes`).
+    episodes: bool = True
 
 
 #: The port of the daemon's opt-in http hooks, see ``daemon.http_port``.

@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: Types consolidation never merges (they have their own lifecycle).
-NOT_CONSOLIDATED = frozenset({MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT})
+NOT_CONSOLIDATED = frozenset({MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT,
+                              MemoryType.EPISODE})
 ProgressCallback = Callable[[int], None]
 
 

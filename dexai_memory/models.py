@@ -35,6 +35,10 @@ class MemoryType(enum.StrEnum):
     SNAPSHOT = "SNAPSHOT"
     #: A raw conversation turn or transcript archived in L3.
     TRANSCRIPT = "TRANSCRIPT"
+    #: A session (or a compacted stretch of one) told as one story: title, summary and its
+    #: artifacts (files edited, commands, commits, errors fixed), see :mod:`dexai_memory.capture.episodes`.
+    #: Searched only when asked for by type (prefetch, ``recall --type EPISODE``), never in the L1 block.
+    EPISODE = "EPISODE"
 
     @classmethod
     def parse(cls, value: str | MemoryType) -> MemoryType:

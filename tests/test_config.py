@@ -76,7 +76,7 @@ def test_settings_are_frozen() -> None:
         pytest.param("storage:\n  provider: redis\n", "storage.provider", "one of", id="bad-choice"),
         pytest.param("auto_recal:\n  enabled: true\n", "auto_recal", "unknown key", id="unknown-section"),
         pytest.param("auto_recall:\n  max_memorys: 3\n", "auto_recall.max_memorys", "unknown key", id="unknown-key"),
-        pytest.param("retention:\n  EPISODE: 3\n", "retention.EPISODE", "unknown memory type", id="bad-retention-type"),
+        pytest.param("retention:\n  WORKFLOW: 3\n", "retention.WORKFLOW", "unknown memory type", id="bad-retention-type"),
         pytest.param("retention:\n  EVENT: -1\n", "retention.EVENT", "whole days", id="bad-retention-days"),
         pytest.param("- just a list\n", None, "mapping", id="not-a-mapping"),
         pytest.param("extraction: [unclosed\n", None, "invalid YAML", id="bad-yaml"),

@@ -13,6 +13,9 @@ Socket operations (request ``{"op": ..., ...}`` -> reply dict):
 ``hook.turn_end``    ``user_id, session_id, reply, injected`` -> ``cited`` (wakes the queue worker; counts the
                      citations of the injected memories the reply used)
 ``hook.session_end`` ``user_id, session_id`` -> ``flushed, new_notes, consolidation_scheduled``
+``hook.prefetch``    ``user_id, items, project, local, exclude_ids, max_tokens, max_items`` -> ``text, tokens, memory_ids``
+                     (the file-aware prefetch, :mod:`dexai_memory.recall.prefetch`)
+``hook.episode``     ``user_id, episode, project`` -> ``id, created`` (:mod:`dexai_memory.capture.episodes`)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..capture.episodes import Episode, store_episode
 from ..config import Settings
 from ..errors import DexaiMemoryError, MemoryNotFound
 from ..lifecycle.closing import mark_due_shown
@@ -31,6 +35,7 @@ from ..lifecycle.usage import record_citations
 from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from ..providers.base import MemoryProvider
 from ..recall.block import L1Block
+from ..recall.prefetch import PrefetchItem, PrefetchResult, prefetch
 from ..recall.ranking import RecallResult, auto_recall
 from ..recall.reinjection import l1_block
 
@@ -134,6 +139,18 @@ class HookActions:
                                                             project=project)).id
         return out
 
+    async def prefetch(self, *, user_id: str, items: Sequence[PrefetchItem], project: str | None = None,
+                       local: str | None = None, exclude_ids: Sequence[str] = (), max_tokens: int,
+                       max_items: int = 3) -> PrefetchResult:
+        """What is known about ``items`` (:func:`dexai_memory.recall.prefetch.prefetch` on the provider)."""
+        return await prefetch(self.provider, user_id, items, max_tokens=max_tokens, max_items=max_items,
+                              project=project, local=local, exclude_ids=exclude_ids)
+
+    async def episode(self, *, user_id: str, episode: Episode, project: str | None = None) -> dict[str, Any]:
+        """Store the episode, or update the one of the same stretch (:func:`store_episode`)."""
+        memory, created = await store_episode(self.provider, episode, user_id=user_id, project=project)
+        return {"id": memory.id, "created": created}
+
     async def record_usage(self, *, user_id: str, session_id: str | None, reply: str,
                            injected: Sequence[str]) -> list[str]:
         """Count citations of the ``injected`` memories ``reply`` used
@@ -147,7 +164,7 @@ class HookActions:
         if session_id:
             new_notes = await self.provider.count(user_id=user_id, filters=SearchFilters(session_id=session_id))
             new_notes -= await self.provider.count(user_id=user_id, filters=SearchFilters(
-                session_id=session_id, types=(MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT)))
+                session_id=session_id, types=(MemoryType.SNAPSHOT, MemoryType.TRANSCRIPT, MemoryType.EPISODE)))
         scheduled = False
         if new_notes >= self.settings.consolidation.min_new_notes and self._schedule is not None:
             await _maybe_await(self._schedule(user_id))
@@ -211,8 +228,22 @@ def register_ipc_ops(daemon: Any, actions: HookActions | None = None) -> None:
     async def op_session_end(req: dict[str, Any]) -> dict[str, Any]:
         return await act.session_end(user_id=str(req["user_id"]), session_id=req.get("session_id"))
 
+    async def op_prefetch(req: dict[str, Any]) -> dict[str, Any]:
+        from .prefetch import items_from_json
+
+        r = await act.prefetch(user_id=str(req["user_id"]), items=items_from_json(req.get("items")),
+                               project=req.get("project"), local=req.get("local"),
+                               exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
+                               max_tokens=int(req.get("max_tokens") or 0), max_items=int(req.get("max_items") or 3))
+        return {"text": r.text, "tokens": r.tokens, "memory_ids": list(r.memory_ids)}
+
+    async def op_episode(req: dict[str, Any]) -> dict[str, Any]:
+        return await act.episode(user_id=str(req["user_id"]), episode=Episode.from_dict(req["episode"]),
+                                 project=req.get("project"))
+
     for op, handler in (("hook.recall", op_recall), ("hook.l1_block", op_l1), ("hook.pre_compact", op_pre_compact),
-                        ("hook.turn_end", op_turn_end), ("hook.session_end", op_session_end)):
+                        ("hook.turn_end", op_turn_end), ("hook.session_end", op_session_end),
+                        ("hook.prefetch", op_prefetch), ("hook.episode", op_episode)):
         daemon.ipc.register(op, _guard(op, handler))
 
 

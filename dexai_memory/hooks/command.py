@@ -222,6 +222,33 @@ class CommandBackend(HookBackend):
                        "they stay queued", budget)
         return {"by": None, "flushed": False}
 
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
+        from .prefetch import items_to_json
+
+        reply = daemon_request(self.settings, {"op": "hook.prefetch", "user_id": user_id, "items": items_to_json(items),
+                                               "project": project, "local": local, "exclude_ids": list(exclude_ids),
+                                               "max_tokens": max_tokens, "max_items": max_items})
+        if reply is not None and isinstance(reply.get("text"), str):
+            return Block(reply["text"], tuple(str(i) for i in reply.get("memory_ids") or []))
+        from ..providers.native.reader import SqliteReader
+        from ..recall.prefetch import prefetch
+        from ..recall.source import run_now
+
+        with SqliteReader(self.settings.db_path) as reader:
+            result = run_now(prefetch(reader, user_id, items, max_tokens=max_tokens, max_items=max_items,
+                                      project=project, local=local, exclude_ids=exclude_ids))
+        return Block(result.text, result.memory_ids)
+
+    def episode(self, *, user_id: str, episode: dict[str, Any], project: str | None) -> dict[str, Any]:
+        reply = daemon_request(self.settings, {"op": "hook.episode", "user_id": user_id, "episode": episode,
+                                               "project": project}, max(self.settings.hooks.daemon_timeout_seconds, 2.0))
+        if reply is not None:
+            return {"by": "daemon", **reply}
+        from .flush import store_episode
+
+        return {"by": "hook", **store_episode(self.settings, episode, user_id=user_id, project=project)}
+
     def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
         from ..daemon_control import autostart_enabled, lock_held
 

@@ -27,13 +27,18 @@ What each event does
 ``pre-compact``
     Back up the transcript, store a task snapshot, write the compaction marker,
     and get every queued turn extracted before the summary replaces the
-    conversation; returns the compaction instructions (plain text).
+    conversation; the stretch since the last compaction becomes an episode
+    (:mod:`dexai_memory.capture.episodes`); returns the compaction instructions (plain text).
 ``post-tool-use``
-    Queue the tool result for extraction when it passes the gate.
+    Queue the tool result for extraction when it passes the gate, and answer with what is
+    known about the file, failing command or branch the tool touched (the file-aware
+    prefetch, :mod:`dexai_memory.hooks.prefetch`; PostToolUseFailure runs this event too,
+    prefetch only).
 ``stop``
     Queue the turn (the prompt kept by UserPromptSubmit, and the reply).
 ``session-end``
-    Get the queue extracted; consolidation is scheduled when enough new notes
+    Record the episode of the session (or of its stretch since the last compaction);
+    get the queue extracted; consolidation is scheduled when enough new notes
     accumulated; the session's state file is removed.
 
 Stdlib only (command hooks import it).
@@ -48,6 +53,7 @@ from typing import Any, NamedTuple
 
 from ..config import Settings
 from ..models import utcnow
+from .prefetch import clear_state as clear_prefetch
 from .state import (
     EVENTS,
     MAX_TOOL_TEXT,
@@ -117,6 +123,17 @@ class HookBackend(abc.ABC):
         """A turn ended (a daemon may start extracting at once, and count which of the ``injected``
         memories the ``reply`` used: :mod:`dexai_memory.lifecycle.usage`)."""
 
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
+        """What is known about ``items`` (:class:`~dexai_memory.recall.prefetch.PrefetchItem`), see
+        :func:`dexai_memory.recall.prefetch.prefetch`. This default finds nothing."""
+        return Block("")
+
+    def episode(self, *, user_id: str, episode: dict[str, Any], project: str | None) -> dict[str, Any]:
+        """Store (or update) an episode (:class:`~dexai_memory.capture.episodes.Episode` as a dict).
+        Returns ``id`` and ``created``. This default stores nothing."""
+        return {}
+
 
 class HookContext(NamedTuple):  # NamedTuples: a dataclass costs ~1 ms to define in every hook process
     """One front end's settings, backend and identity. ``project`` scopes recall (None: all of
@@ -179,6 +196,7 @@ def on_session_start(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
                                snapshot=marker.get("snapshot"), after_compaction=True)
         remember_injected(settings, sid, block.memory_ids, reset=True)
         clear_marker(settings, sid)
+        clear_prefetch(settings, sid)  # what was prefetched went with the compacted context
         return context_output("SessionStart", block.text)
     if source == "startup":
         prune_state(settings)
@@ -243,7 +261,28 @@ def on_pre_compact(ctx: HookContext, payload: dict[str, Any]) -> str:
                                      transcript_backup=str(backup) if backup else None,
                                      project=ctx.capture_project(payload))
     logger.info("pre-compact checkpoint: %s", result)
+    record_episode(ctx, payload)
     return compaction_instructions(settings)
+
+
+def record_episode(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Turn the transcript's current stretch into an episode (PreCompact, SessionEnd); never raises."""
+    if not ctx.settings.hooks.episodes:
+        return {}
+    try:
+        from ..capture.episodes import episode_from_transcript
+        from .state import transcript_file
+
+        episode = episode_from_transcript(transcript_file(payload.get("transcript_path")), payload.get("session_id"))
+        if episode is None:
+            return {}
+        out = ctx.backend.episode(user_id=ctx.user_id, episode=episode.to_dict(),
+                                  project=ctx.capture_project(payload))
+        logger.info("episode %s: %s", episode.id, out)
+        return out
+    except Exception:  # an episode is a summary: its failure must not stop the checkpoint
+        logger.exception("episode not recorded")
+        return {}
 
 
 #: Our own memory tools (plugin MCP server, Agent SDK server): their results are memory already.
@@ -251,8 +290,20 @@ OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
 
 
 def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Queue the tool result for extraction; answer with the file-aware prefetch
+    (:mod:`dexai_memory.hooks.prefetch`). Also PostToolUseFailure (then only the prefetch)."""
     if str(payload.get("tool_name") or "").startswith(OWN_TOOL_PREFIXES):
         return {}  # recall output extracted again would store copies of what memory holds
+    event = "PostToolUseFailure" if payload.get("hook_event_name") == "PostToolUseFailure" else "PostToolUse"
+    try:
+        from .prefetch import run_prefetch
+
+        known = run_prefetch(ctx.settings, ctx.backend, payload, user_id=ctx.user_id, project=ctx.project)
+    except Exception:  # the prefetch is a hint: its failure must not lose the tool result
+        logger.exception("prefetch failed")
+        known = ""
+    if event == "PostToolUseFailure":
+        return context_output(event, known)
     response = payload.get("tool_response")
     text = response if isinstance(response, str) else text_of(response) if isinstance(response, list) else ""
     if not text and isinstance(response, dict):
@@ -261,7 +312,7 @@ def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
         tool = str(payload.get("tool_name") or "tool")
         ctx.backend.submit(_turn(ctx, payload, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
                                  text=text[:MAX_TOOL_TEXT], metadata={"tool": tool}), [])
-    return {}
+    return context_output(event, known)
 
 
 def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
@@ -287,6 +338,7 @@ def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
 
 def on_session_end(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
     sid = payload.get("session_id")
+    record_episode(ctx, payload)
     result = ctx.backend.session_end(user_id=ctx.user_id, session_id=sid)
     logger.info("session end: %s", result)
     path = session_file(ctx.settings, sid)

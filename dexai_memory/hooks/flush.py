@@ -155,3 +155,17 @@ def pre_compact(settings: Settings, request: dict[str, Any], budget: float | Non
     out.update({k: v for k, v in box.items() if k != "flushed"})
     out["seconds"] = round(time.monotonic() - t0, 3)
     return out
+
+
+def store_episode(settings: Settings, episode: dict[str, Any], *, user_id: str, project: str | None) -> dict[str, Any]:
+    """Store an episode (:class:`~dexai_memory.capture.episodes.Episode` as a dict) in this process,
+    with its vector deferred (no model loaded). Returns ``id`` and ``created``."""
+    from ..capture.episodes import Episode
+    from .actions import HookActions
+
+    async def work(provider: MemoryProvider, left: float) -> dict[str, Any]:
+        async with provider.deferred_vectors():
+            return await HookActions(settings, provider).episode(user_id=user_id, episode=Episode.from_dict(episode),
+                                                                 project=project)
+
+    return _run(lambda: _with_provider(settings, 10.0, work))

@@ -62,6 +62,7 @@ SDK_EVENTS = {
     "PreCompact": "pre-compact",
     "PostCompact": "post-compact",
     "PostToolUse": "post-tool-use",
+    "PostToolUseFailure": "post-tool-use",  # the prefetch for a failing command (dexai_memory.hooks.prefetch)
     "Stop": "stop",
 }
 
@@ -142,6 +143,18 @@ class InProcessBackend(HookBackend):
 
     def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
         return self._call(self.actions.session_end(user_id=user_id, session_id=session_id))
+
+    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
+                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
+        result = self._call(self.actions.prefetch(user_id=user_id, items=items, project=project, local=local,
+                                                  exclude_ids=exclude_ids, max_tokens=max_tokens,
+                                                  max_items=max_items))
+        return Block(result.text, result.memory_ids)
+
+    def episode(self, *, user_id: str, episode: dict[str, Any], project: str | None) -> dict[str, Any]:
+        from ..capture.episodes import Episode
+
+        return self._call(self.actions.episode(user_id=user_id, episode=Episode.from_dict(episode), project=project))
 
 
 class MemoryHooks:

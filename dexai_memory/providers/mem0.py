@@ -66,7 +66,8 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'dexai-memory[mem0]'"
 #: Types left out of search unless asked for (as in the native provider).
-SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value)
+#: Types a search without a type filter skips (episodes: asked for by type, see MemoryType.EPISODE).
+SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value, MemoryType.EPISODE.value)
 #: Stands for "no end" in the numeric validity fields (year 5138).
 OPEN_END_TS = 1e11
 #: Upper bound of one Mem0 listing (local Qdrant scrolls in one call).

@@ -61,7 +61,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSTALL_HINT = "pip install 'dexai-memory[zep]'"
-SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value)
+#: Types a search without a type filter skips (episodes: asked for by type, see MemoryType.EPISODE).
+SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value, MemoryType.EPISODE.value)
 EDGE_PREFIX = "DEXAI_"
 ANCHOR_NAME = "dexai-memory"
 #: Fields stored in Zep's own temporal fields: changing one rewrites the edge.

@@ -39,7 +39,7 @@ from ..models import Memory, MemoryType
 from .rules import content_words, jaccard, subject_attribute
 
 #: Types that never take part in supersession (raw turns, task snapshots).
-EXCLUDED_TYPES = frozenset({MemoryType.TRANSCRIPT, MemoryType.SNAPSHOT})
+EXCLUDED_TYPES = frozenset({MemoryType.TRANSCRIPT, MemoryType.SNAPSHOT, MemoryType.EPISODE})
 
 
 def _slot(content: str) -> tuple[str, str] | None:

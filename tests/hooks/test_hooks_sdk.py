@@ -53,7 +53,8 @@ def transcript(tmp_path: Path) -> str:
 
 def test_hook_events_and_matchers(settings: Settings) -> None:
     hooks = memory_hooks(settings, user_id="alice")
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PreCompact", "PostCompact", "PostToolUse", "Stop"}
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PreCompact", "PostCompact", "PostToolUse",
+                          "PostToolUseFailure", "Stop"}
     assert all(isinstance(m, HookMatcher) and m.hooks for ms in hooks.values() for m in ms)
 
 

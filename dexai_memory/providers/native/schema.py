@@ -22,8 +22,9 @@ from ...models import Memory, MemoryType, SearchFilters
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
-#: Types left out of search unless asked for: raw transcripts and snapshots have their own readers.
-SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value)
+#: Types left out of search unless asked for: raw transcripts and snapshots have their own readers;
+#: episodes are asked for by type (prefetch, explicit recall), see MemoryType.EPISODE.
+SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value, MemoryType.EPISODE.value)
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below

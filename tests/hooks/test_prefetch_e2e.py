@@ -1,0 +1,121 @@
+"""Issue 18's prefetch "done means", through the real Claude Code CLI with the plugin as installed
+(no API key, offline extractor, no daemon the user would not have): a decision about a file said
+in one session reaches the model in a later session through PostToolUse when the model opens
+that file, inside the memory fence; when the session already shows it (auto-recall for the
+prompt), the prefetch does not repeat it. The first session is recorded as an episode.
+
+The persistent context is off here: with it on, the decision (a project fact) opens every
+session and the prefetch rightly adds nothing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dexai_memory.capture.queue import ExtractionQueue
+from dexai_memory.config import load_settings
+from dexai_memory.models import MemoryType, SearchFilters
+from dexai_memory.providers.native.reader import SqliteReader
+from dexai_memory.recall.source import run_now
+from dexai_memory.testing.fakeapi import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    Reply,
+    ToolUse,
+    last_user_text,
+    text_of,
+)
+
+from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+
+pytestmark = pytest.mark.e2e
+
+DECISION = "We decided src/billing/invoice.py must round with Decimal, never float."
+#: The words of the decision that must come back (the extractor may rephrase "We decided").
+KEY = "src/billing/invoice.py must round with Decimal, never float"
+OPEN_PROMPT = "Open the file and tell me what it does."
+#: A prompt auto-recall answers with the decision before the file is opened.
+ASKING_PROMPT = "How must we round invoice totals, with Decimal or float? Open the file and check."
+
+
+def _session_opening(run: Any, api: FakeMessagesAPI, source: Path,
+                     prompt: str) -> tuple[RecordedRequest, RecordedRequest]:
+    """A new session whose model reads ``source``: (the request before the Read, the one after)."""
+    def opens_file(body: dict[str, Any]) -> bool:
+        names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        return "Read" in names and prompt in last_user_text(body)
+
+    api.clear()
+    run.last_session_id = None
+    api.enqueue(Reply(tool_uses=[ToolUse("Read", {"file_path": str(source)})]), when=opens_file)
+    api.enqueue(Reply(text="It sums the invoice lines."))
+    run(prompt).check()
+    requests = [r for r in api.message_requests() if prompt in text_of(r)]
+    after = next((i for i, r in enumerate(requests) if "tool_result" in str(r.body.get("messages"))), None)
+    assert after, "the fake model's Read never ran"
+    return requests[after - 1], requests[after]
+
+
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
+        tmp_path: Path, mem_home: Path, autostart: bool) -> None:  # noqa: F811
+    settings = load_settings(home=mem_home)
+    source = tmp_path / "project" / "src" / "billing" / "invoice.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("def total(lines):\n    return sum(float(x) for x in lines)\n")
+    mem_home.mkdir(parents=True, exist_ok=True)
+    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    with FakeMessagesAPI() as api:
+        run = runner(tmp_path, api, mem_home, autostart=autostart)
+        run(DECISION).check()
+        if autostart:  # the daemon the hooks started extracts in the background
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with ExtractionQueue.from_settings(settings) as queue:
+                    if queue.pending_count() == 0:
+                        break
+                time.sleep(0.2)
+        # 1. the decision reaches the model when the file is opened
+        before, after = _session_opening(run, api, source, OPEN_PROMPT)
+        assert KEY not in text_of(before), "shown before the file was opened"
+        remembered = memory_text(text_of(after))
+        assert "Known about src/billing/invoice.py" in remembered and KEY in remembered, remembered
+        assert text_of(after).count(KEY) == 1
+        # 2. auto-recall already showed it for the prompt: opening the file repeats nothing
+        before, after = _session_opening(run, api, source, ASKING_PROMPT)
+        assert KEY in memory_text(text_of(before))
+        assert "Known about src/billing/invoice.py" not in text_of(after)
+        assert text_of(after).count(KEY) == text_of(before).count(KEY)
+    with SqliteReader(settings.db_path) as reader:
+        episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+    assert any(KEY in e.content for e in episodes), [e.content for e in episodes]
+
+
+def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
+        tmp_path: Path, mem_home: Path) -> None:  # noqa: F811
+    """A Bash command that exits non-zero (the plugin hooks PostToolUseFailure for Bash, and
+    PostToolUse reads a non-zero exit code): what is known about the error reaches the model
+    beside it."""
+    lesson = "The nightly export dies with ConnectionResetError when the VPN is down: reconnect the VPN first."
+    prompt = "Run the export script."
+    command = "python3 -c \"raise ConnectionResetError('Connection reset by peer')\""
+    mem_home.mkdir(parents=True, exist_ok=True)
+    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    with FakeMessagesAPI() as api:
+        run = runner(tmp_path, api, mem_home, autostart=False)
+        run(lesson).check()
+        api.clear()
+        run.last_session_id = None
+        api.enqueue(Reply(tool_uses=[ToolUse("Bash", {"command": command, "description": "run the export"})]),
+                    when=lambda body: prompt in last_user_text(body))
+        api.enqueue(Reply(text="The VPN is down."))
+        run(prompt).check()
+        requests = [r for r in api.message_requests() if prompt in text_of(r)]
+    after = next((r for r in requests if "tool_result" in str(r.body.get("messages"))), None)
+    assert after is not None, "the fake model's Bash never ran"
+    assert "ConnectionResetError" in text_of(after)  # the failure itself
+    remembered = memory_text(text_of(after))
+    assert "reconnect the VPN" in remembered, remembered
