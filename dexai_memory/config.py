@@ -21,7 +21,6 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -477,6 +476,8 @@ def _retention(value: Any, key: str, path: str, current: Mapping[str, int | None
 
 def default_config_text() -> str:
     """The packaged ``memory.yaml`` as text."""
+    from importlib import resources  # not at import time: it pulls in tempfile, zipfile and more
+
     return resources.files("dexai_memory.args").joinpath("memory.yaml").read_text(encoding="utf-8")
 
 
