@@ -126,11 +126,15 @@ class OnnxMiniLMEmbedder(Embedder):
                             raise EmbeddingError(f"model file {path} does not match its pinned sha256; reinstall the package")
                 tokenizer = Tokenizer.from_file(str(tok_path))
             tokenizer.enable_truncation(self.max_length)
-            tokenizer.enable_padding()
+            tokenizer.no_padding()  # embed_batch pads each model call to its own longest text
             options = ort.SessionOptions()
             if self.threads:
                 options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1
+            if self.threads != 1:
+                # worker threads sleep between calls instead of spinning: on a shared machine a
+                # spinning thread takes a core from the work it waits for
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3
             try:
                 session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
@@ -144,13 +148,18 @@ class OnnxMiniLMEmbedder(Embedder):
         if self._session is None:
             self._load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # sort by length so padding stays small within each model call
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # tokenize everything once, then sort by token count so each model call pads little
+        encodings = self._tokenizer.encode_batch([t or " " for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            encodings = self._tokenizer.encode_batch([texts[i] or " " for i in idx])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            width = max(len(encodings[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
