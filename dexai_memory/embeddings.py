@@ -85,6 +85,11 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+#: Tokens (texts x longest text) per ONNX call of a batch: measured on 2 cores (issue 15), calls of
+#: ~8-16 short texts embed ~25% faster per text than 32 and twice as fast as 128 (cache-sized).
+DEFAULT_TOKENS_PER_CALL = 512
+
+
 class OnnxMiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; offline, ~7 ms per query.
 
@@ -95,8 +100,10 @@ class OnnxMiniLMEmbedder(Embedder):
     model_id = "all-MiniLM-L6-v2-onnx-int8"
 
     def __init__(self, *, batch_size: int = 32, max_length: int = 256, threads: int = 1,
-                 model_path: Path | None = None, verify: bool = True):
+                 model_path: Path | None = None, verify: bool = True,
+                 tokens_per_call: int = DEFAULT_TOKENS_PER_CALL):
         self.batch_size = batch_size
+        self.tokens_per_call = tokens_per_call
         self.max_length = max_length
         self.threads = threads
         self._model_path = model_path
@@ -144,6 +151,21 @@ class OnnxMiniLMEmbedder(Embedder):
             self._tokenizer = tokenizer
             self._session = session
 
+    def _calls(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """``order`` (sorted by token count, ``lengths``) cut into model calls of at most
+        ``batch_size`` texts and about ``tokens_per_call`` tokens (a long text goes alone): small
+        calls keep the activations in the CPU cache, which is faster per text than big ones."""
+        calls: list[list[int]] = []
+        current: list[int] = []
+        for i, n in zip(order, lengths, strict=True):
+            if current and (len(current) >= self.batch_size or (len(current) + 1) * n > self.tokens_per_call):
+                calls.append(current)
+                current = []
+            current.append(i)
+        if current:
+            calls.append(current)
+        return calls
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if self._session is None:
             self._load()
@@ -151,9 +173,8 @@ class OnnxMiniLMEmbedder(Embedder):
         # tokenize everything once, then sort by token count so each model call pads little
         encodings = self._tokenizer.encode_batch([t or " " for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            width = max(len(encodings[i].ids) for i in idx)
+        for idx in self._calls(order, [len(encodings[i].ids) for i in order]):
+            width = len(encodings[idx[-1]].ids)  # the longest: sorted
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
