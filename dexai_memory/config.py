@@ -70,7 +70,8 @@ class EmbeddingConfig:
                                                                           "static-minilm")))
     #: Model name for the sentence-transformers backend.
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    #: Texts embedded per model call.
+    #: Texts embedded per model call, at most (a call also stops at ~512 word pieces: cache-sized
+    #: calls are faster per text).
     batch_size: int = field(default=32, metadata=_check(1, 1024))
     #: Longest input in word pieces; longer text is truncated.
     max_length: int = field(default=256, metadata=_check(8, 512))
