@@ -274,8 +274,10 @@ class Bm25Index:
 
 
 async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int, tmp: Path,
-                       wanted: set[str]) -> tuple[dict[str, Method], list[Callable[[], Awaitable[None]]]]:
-    """The methods to run on ``conv`` and their clean-up callbacks."""
+                       wanted: set[str], system_config: str = "",
+                       ) -> tuple[dict[str, Method], list[Callable[[], Awaitable[None]]]]:
+    """The methods to run on ``conv`` and their clean-up callbacks (``system_config``: YAML added to the
+    system method's settings)."""
     lines = {t.id: turn_text(t) for t in conv.turns}
     methods: dict[str, Method] = {}
     cleanups: list[Callable[[], Awaitable[None]]] = []
@@ -331,7 +333,7 @@ async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int
         methods["hybrid"] = run_hybrid
 
     if wanted & {"system", "system@5"}:
-        method, close = await run_system(conv, embedder, budget, tmp)
+        method, close = await run_system(conv, embedder, budget, tmp, config_extra=system_config)
         if "system" in wanted:
             methods["system"] = method
         if "system@5" in wanted:
@@ -349,7 +351,7 @@ class SystemUnavailable(Exception):  # noqa: N818 - a reason, reported in the ta
 
 
 async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: Path,
-                     *, max_memories: int | None = None) -> tuple[Method, Callable[[], Awaitable[None]]]:
+                     *, max_memories: int | None = None, config_extra: str = "") -> tuple[Method, Callable[[], Awaitable[None]]]:
     """The "system" row: ``conv`` ingested through the real pipeline, recall per question.
 
     1. one data directory and user scope per conversation; every turn goes
@@ -374,7 +376,7 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
     home = tmp / f"{conv.conv_id}-system"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "bench.yaml"
-    config.write_text("extraction:\n  extractor: offline\n", encoding="utf-8")
+    config.write_text("extraction:\n  extractor: offline\n" + config_extra, encoding="utf-8")
     settings = load_settings(config, home=home)
     provider = NativeProvider(home / "memory.db", embedder=embedder, search=settings.search)
     await provider.start()
@@ -446,7 +448,7 @@ def bench_embedder(name: str) -> Embedder:
 
 async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget: int,
                    limit_questions: int | None,
-                   embedder_name: str = "minilm") -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
+                   embedder_name: str = "minilm", system_config: str = "") -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
     """Run every wanted method on every conversation. Returns scores, misses and unavailable methods."""
     overall: dict[str, Score] = defaultdict(Score)
     per_cat: dict[tuple[str, int], Score] = defaultdict(Score)
@@ -460,7 +462,7 @@ async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget:
             say(f"{conv.conv_id}: {len(conv.turns)} turns, {len(questions)} questions")
             todo = set(wanted) - set(unavailable)
             try:
-                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo)
+                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo, system_config)
             except SystemUnavailable as exc:
                 unavailable["system"] = unavailable["system@5"] = str(exc)
                 methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo - {"system", "system@5"})
@@ -538,6 +540,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm",
                         help="the store's embedder: minilm (default) or static (distilled from MiniLM)")
+    parser.add_argument("--system-config", default="", metavar="YAML",
+                        help="settings added to the system method's memory.yaml, e.g. "
+                             "'search: {embed_transcripts: false}' (options of issue 15)")
     parser.add_argument("--misses", type=int, default=0, metavar="N", help="print N missed questions per category")
     parser.add_argument("--misses-method", default="system", help="method whose misses are printed "
                         "(default: system, else hybrid when system is not available)")
@@ -553,7 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if n_conv:
         convs = convs[:n_conv]
     limit_q = 20 if args.quick else None
-    scores, misses, unavailable = asyncio.run(evaluate(convs, wanted, args.budget, limit_q, args.embedder))
+    scores, misses, unavailable = asyncio.run(evaluate(convs, wanted, args.budget, limit_q, args.embedder,
+                                                         args.system_config + "\n" if args.system_config else ""))
     print(render(scores, unavailable, wanted, args.budget))
     if args.misses:
         method = args.misses_method
@@ -572,7 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "methods": wanted, "questions_per_conversation": limit_q,
               "questions": sum(len(c.questions[:limit_q] if limit_q else c.questions) for c in convs),
               "dropped_evidence_ids": sorted({d for c in convs for d in c.dropped_evidence}),
-              "embedder": bench_embedder(args.embedder).model_id, "pool": POOL}
+              "embedder": bench_embedder(args.embedder).model_id, "pool": POOL,
+              "system_config": args.system_config}
     path = write_result(NAME, quick=args.quick, params=params, summary=summary,
                         results={"scores": scores, "unavailable": unavailable}, out_dir=args.out)
     print(f"\nwrote {path}")

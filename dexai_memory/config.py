@@ -21,7 +21,6 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +70,8 @@ class EmbeddingConfig:
                                                                           "static-minilm")))
     #: Model name for the sentence-transformers backend.
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    #: Texts embedded per model call.
+    #: Texts embedded per model call, at most (a call also stops at ~512 word pieces: cache-sized
+    #: calls are faster per text).
     batch_size: int = field(default=32, metadata=_check(1, 1024))
     #: Longest input in word pieces; longer text is truncated.
     max_length: int = field(default=256, metadata=_check(8, 512))
@@ -510,6 +510,8 @@ def _retention(value: Any, key: str, path: str, current: Mapping[str, int | None
 
 def default_config_text() -> str:
     """The packaged ``memory.yaml`` as text."""
+    from importlib import resources  # not at import time: it pulls in tempfile, zipfile and more
+
     return resources.files("dexai_memory.args").joinpath("memory.yaml").read_text(encoding="utf-8")
 
 

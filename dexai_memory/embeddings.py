@@ -85,6 +85,11 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+#: Tokens (texts x longest text) per ONNX call of a batch: measured on 2 cores (issue 15), calls of
+#: ~8-16 short texts embed ~25% faster per text than 32 and twice as fast as 128 (cache-sized).
+DEFAULT_TOKENS_PER_CALL = 512
+
+
 class OnnxMiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; offline, ~7 ms per query.
 
@@ -95,8 +100,10 @@ class OnnxMiniLMEmbedder(Embedder):
     model_id = "all-MiniLM-L6-v2-onnx-int8"
 
     def __init__(self, *, batch_size: int = 32, max_length: int = 256, threads: int = 1,
-                 model_path: Path | None = None, verify: bool = True):
+                 model_path: Path | None = None, verify: bool = True,
+                 tokens_per_call: int = DEFAULT_TOKENS_PER_CALL):
         self.batch_size = batch_size
+        self.tokens_per_call = tokens_per_call
         self.max_length = max_length
         self.threads = threads
         self._model_path = model_path
@@ -126,11 +133,15 @@ class OnnxMiniLMEmbedder(Embedder):
                             raise EmbeddingError(f"model file {path} does not match its pinned sha256; reinstall the package")
                 tokenizer = Tokenizer.from_file(str(tok_path))
             tokenizer.enable_truncation(self.max_length)
-            tokenizer.enable_padding()
+            tokenizer.no_padding()  # embed_batch pads each model call to its own longest text
             options = ort.SessionOptions()
             if self.threads:
                 options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1
+            if self.threads != 1:
+                # worker threads sleep between calls instead of spinning: on a shared machine a
+                # spinning thread takes a core from the work it waits for
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3
             try:
                 session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
@@ -140,17 +151,36 @@ class OnnxMiniLMEmbedder(Embedder):
             self._tokenizer = tokenizer
             self._session = session
 
+    def _calls(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """``order`` (sorted by token count, ``lengths``) cut into model calls of at most
+        ``batch_size`` texts and about ``tokens_per_call`` tokens (a long text goes alone): small
+        calls keep the activations in the CPU cache, which is faster per text than big ones."""
+        calls: list[list[int]] = []
+        current: list[int] = []
+        for i, n in zip(order, lengths, strict=True):
+            if current and (len(current) >= self.batch_size or (len(current) + 1) * n > self.tokens_per_call):
+                calls.append(current)
+                current = []
+            current.append(i)
+        if current:
+            calls.append(current)
+        return calls
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if self._session is None:
             self._load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # sort by length so padding stays small within each model call
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            encodings = self._tokenizer.encode_batch([texts[i] or " " for i in idx])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        # tokenize everything once, then sort by token count so each model call pads little
+        encodings = self._tokenizer.encode_batch([t or " " for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for idx in self._calls(order, [len(encodings[i].ids) for i in order]):
+            width = len(encodings[idx[-1]].ids)  # the longest: sorted
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)

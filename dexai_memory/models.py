@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -100,6 +99,8 @@ def utcnow() -> datetime:
 
 def new_id() -> str:
     """A new memory id: 'm_' + 20 hex chars of a uuid4."""
+    import uuid  # not at import time: uuid pulls in platform, and the command hook never makes ids
+
     return "m_" + uuid.uuid4().hex[:20]
 
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..config import DEFAULT_GATE_THRESHOLD
 
@@ -81,6 +82,13 @@ WEIGHTS: dict[str, float] = {
 #: Fast-signal score from which entity novelty is computed.
 NOVELTY_MIN_SCORE = 0.2
 
+class _Source(NamedTuple):
+    """A signal pattern before it is compiled (each is compiled once, lower-cased: see :func:`_lowered`)."""
+
+    pattern: str
+    flags: int = 0
+
+
 _I = r"\b(?:I|we)"
 _ADV = r"(?:\s+(?:really|also|just|always|never|still|usually|often|sometimes|totally|definitely|actually|"
 _ADV += r"finally|recently|already|even|kinda|kind of|sort of|truly|absolutely|honestly|so|all))*"
@@ -92,15 +100,16 @@ _IRREGULAR_PAST = (
     "thought|tried|dug|hit|cut|lit|meant|dealt"
 )
 
-_SIGNALS: dict[str, re.Pattern[str]] = {
-    "commitment": re.compile(
+#: Each signal as written (case-insensitive); compiled once, by :func:`_lowered`, for lower-cased text.
+_SIGNAL_SOURCES: dict[str, _Source] = {
+    "commitment": _Source(
         r"\b(?:I|we)(?:'ll|\s+will|\s+shall)\b|\bI\s+promise\b|\bremind\s+(?:me|us)\b|\bdon'?t\s+(?:let\s+me\s+)?forget\b|"
         r"\b(?:I|we)(?:'m|\s+am|'re|\s+are)\s+(?:going\s+to|gonna|planning\s+(?:to|on))\b|\b(?:I|we)\s+plan\s+to\b|"
         r"\b(?:I|we)\s+(?:need|have|got)\s+to\b|\bI\s+must\b|\bI\s+(?:committed|agreed)\s+to\b|\bmake\s+sure\s+(?:to|I)\b|"
         r"\b(?:to-?do|deadline|due\s+(?:on|by|date))\b|\b(?:I|we)\s+promised\b|^\s*(?:gonna|going\s+to|planning\s+to)\b|\blet'?s\s+(?:meet|catch\s+up|schedule)\b",
         re.I,
     ),
-    "preference": re.compile(
+    "preference": _Source(
         rf"{_I}{_ADV}\s+(?:like|love|enjoy|prefer|hate|dislike|adore|detest|can'?t\s+stand|don'?t\s+like|"
         rf"(?:always|never)\s+\w+)\b|\bmy\s+fav(?:ou?rite)?s?\b|\b(?:I|we)(?:'m|\s+am|'re|\s+are){_ADV}\s+(?:a\s+)?(?:big\s+|huge\s+)?"
         r"(?:fan\s+of|into|keen\s+on|passionate\s+about|obsessed\s+with|allergic\s+to|(?:a\s+)?(?:type\s+\d\s+)?diabetic|"
@@ -109,7 +118,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         rf"{_I}{_ADV}\s+(?:want|wanna|hope|wish|dream|miss)\b|\bmy\s+(?:passion|dream|goal|hobby|hobbies)\b",
         re.I,
     ),
-    "temporal": re.compile(
+    "temporal": _Source(
         r"\b(?:yesterday|today|tonight|tomorrow|weekend|(?:last|next|this|past|coming)\s+"
         r"(?:week|month|year|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|night|evening)|"
         r"(?:on|by|until|since)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
@@ -121,7 +130,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"the\s+\d{1,2}(?:st|nd|rd|th)|end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year))\b",
         re.I,
     ),
-    "factual": re.compile(
+    "factual": _Source(
         rf"\bI(?:'m|\s+am){_ADV}\s+(?:a|an|the|from|at|in|on|married|single|divorced|engaged|pregnant|retired|"
         r"vegan|vegetarian|\d+|studying|working|learning|training|volunteering|taking|starting|moving|writing|"
         r"reading|building|doing|running|playing|teaching)\b|"
@@ -138,12 +147,12 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     # "my doctor", "our project": any possessed noun except set phrases ("my god", "my pleasure")
-    "possessive": re.compile(
+    "possessive": _Source(
         r"\b(?:my|our)\s+(?!(?:god|gosh|goodness|pleasure|bad|fault|turn|mind|heart|thoughts|apologies|"
         r"condolences|word|bet|guess|point|take|two\s+cents)\b)[a-z][a-z\-]{2,}",
         re.I,
     ),
-    "emotional": re.compile(
+    "emotional": _Source(
         r"\b(?:I(?:'m|\s+am|\s+was|\s+feel|\s+felt)|we(?:'re|\s+are|\s+were))" + _ADV +
         r"\s+(?:so\s+|really\s+|very\s+|super\s+|a\s+bit\s+|kinda\s+)?"
         r"(?:worried|excited|scared|afraid|anxious|nervous|stressed|sad|upset|happy|thrilled|proud|grateful|"
@@ -158,7 +167,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     # standing orders, warnings and gotchas: at a sentence start, or a standing marker anywhere
-    "instruction": re.compile(
+    "instruction": _Source(
         r"(?:^|[.!?;:\n]\s*)(?:please\s+)?(?:always|never|don'?t|do\s+not|make\s+sure|be\s+sure|avoid|careful|"
         r"be\s+careful|be\s+aware|watch\s+out|heads[\s-]up|warning|gotcha|beware|remember\s+to|note\s+that)\b|"
         r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|whenever|every\s+time|(?:before|after)\s+(?:every|each|any)|"
@@ -166,19 +175,19 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"please\s+(?:use|keep|prefer|answer|write|name)|,\s+(?:no|not|never)\s+\w+)\b",
         re.I,
     ),
-    "decision": re.compile(
+    "decision": _Source(
         r"\b(?:decided|decision|chose|chosen|opted|settled\s+on|agreed\s+(?:to|on|that)|(?:going|went)\s+with|"
         r"let'?s\s+go\s+with|switching\s+(?:to|from)|switched\s+to)\b",
         re.I,
     ),
-    "ownership": re.compile(
+    "ownership": _Source(
         r"\b(?:owns|owner|maintains|maintainer|responsible\s+for|in\s+charge\s+of|leads|led\s+by|tech\s+lead|"
         r"team\s+lead|manager|on-call|on\s+call|reviews|belongs\s+to|approves?|cofounder|co-founder)\b",
         re.I,
     ),
-    "goal": re.compile(r"\b(?:goal|objective|aim|target|working\s+towards?|trying\s+to)\b", re.I),
+    "goal": _Source(r"\b(?:goal|objective|aim|target|working\s+towards?|trying\s+to)\b", re.I),
     # a statement about the project or its environment
-    "project": re.compile(
+    "project": _Source(
         r"\b(?:the|this|our)\s+(?:[\w-]+\s+){0,2}(?:repo|repository|project|codebase|app|service|api|cluster|server|"
         r"database|db|pipeline|build|ci|frontend|backend|config|bucket|index|pool|worker|queue|cache|branch|suite|"
         r"system|gateway|schema|site|sdk|cli|stack|infra|environment|staging|prod|production)s?\s+"
@@ -187,7 +196,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     # names a machine reads: `code`, paths, files, versions, hosts, sizes and limits
-    "technical": re.compile(
+    "technical": _Source(
         r"`[^`\n]{1,200}`|(?:^|[\s(])[~.]{0,2}/?[\w.-]+/[\w.<>*-]*|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|"
         r"md|txt|toml|ya?ml|json|lock|sh|sql|cfg|ini|conf|graphql|html|css|production)\b|\.env\b|\b\d+(?:\.\d+)+\b|"
         r"\b\d+\s*(?:[a-z]+\s+)?(?:mb|gb|tb|kb|ms|seconds?|minutes?|hours?|days?|requests?|rps|%|percent|nodes?|replicas?|cores?|"
@@ -195,7 +204,7 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
         r"\bport\s+\d+|https?://|\b(?:python|node|postgres|java|go|django|rails|react|android|ios)\s+\d",
         re.I,
     ),
-    "deadline": re.compile(
+    "deadline": _Source(
         r"\b(?:due|deadline|expires?|(?:by|on)\s+the\s+(?:\d{1,2}(?:st|nd|rd|th)|end\s+of)|(?:has|have)\s+to\s+be|"
         r"must\s+(?:be|go)|by\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|"
         r"(?:appointment|interview|meeting|flight|call|review|exam|offsite|dinner|lunch|party|wedding|trip|visit|"
@@ -206,14 +215,14 @@ _SIGNALS: dict[str, re.Pattern[str]] = {
     ),
 }
 
-def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """The same pattern for lower-cased text, without re.I (about twice as fast)."""
-    if re.search(r"\\[A-Z]", pattern.pattern):
-        raise ValueError(f"upper-case escape in a signal pattern: {pattern.pattern[:60]}")
-    return re.compile(pattern.pattern.lower())
+def _lowered(source: _Source) -> re.Pattern[str]:
+    """The pattern for lower-cased text, without re.I (about twice as fast to match)."""
+    if re.search(r"\\[A-Z]", source.pattern):
+        raise ValueError(f"upper-case escape in a signal pattern: {source.pattern[:60]}")
+    return re.compile(source.pattern.lower())
 
 
-_SIGNALS = {name: _lowered(pattern) for name, pattern in _SIGNALS.items()}
+_SIGNALS = {name: _lowered(source) for name, source in _SIGNAL_SOURCES.items()}
 
 #: A named day (a weekday, tomorrow, the 24th, May 31, 2026-05-31): a statement pinned to one day is an
 #: appointment, a deadline or an event, worth keeping on that alone.

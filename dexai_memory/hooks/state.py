@@ -374,7 +374,10 @@ def compaction_instructions(settings: Settings) -> str:
 
 def turn_id(session_id: str | None, kind: str, text: str) -> str:
     """A stable id for a captured turn (the queue and the store stay idempotent on retries)."""
-    import hashlib  # not on UserPromptSubmit's path
+    try:  # CPython's built-in SHA-1: hashlib would load OpenSSL (3-12 ms here) for one digest
+        from _sha1 import sha1
+    except ImportError:  # pragma: no cover - a Python built without it
+        from hashlib import sha1
 
-    digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
+    digest = sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
     return f"{safe_id(session_id)}:{kind}:{digest}"

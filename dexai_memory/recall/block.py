@@ -32,7 +32,6 @@ from a provider.
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -114,7 +113,9 @@ def normalise(text: str) -> str:
     """``text`` as the model should read it: NFKC (fullwidth and compatibility forms folded),
     HTML entities and ``\\u003c``-style escapes decoded, invisible format characters removed,
     every run of whitespace (newlines, NBSP) one space."""
-    for _ in range(3):  # entities encoded twice ("&amp;lt;") decode in two rounds
+    for _ in range(3 if "&" in text else 0):  # entities encoded twice ("&amp;lt;") decode in two rounds
+        import html  # only for text that may hold an entity: html.entities is a large table to import
+
         decoded = html.unescape(text)
         if decoded == text:
             break

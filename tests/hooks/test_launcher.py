@@ -431,3 +431,60 @@ def test_first_session_start_installs_offline_and_later_hooks_use_the_venv(
     assert "systemMessage" not in (assert_valid("session-start", proc) or {}) and proc.stderr == ""
     wait_for(lambda: (data / "installed").read_text().strip() == str(updated), "the upgrade")
     assert "upgrading" in (data / "install.log").read_text()
+
+
+# --- the lean start of the frequent events ----------------------------------------------------
+
+def venv_with(base: Path, name: str) -> tuple[Path, Path]:
+    """A venv of this interpreter without pip or site-packages of its own: (python, site-packages)."""
+    venv = base / name
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python3"
+    site_dir = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    return python, Path(site_dir)
+
+
+def trap_pth(site_dir: Path, trap: Path) -> None:
+    """A foreign .pth file (as other packages install) that leaves a mark when site runs it."""
+    (site_dir / "zz_other_package.pth").write_text(f"import os; open({str(trap)!r}, 'a').close()\n")
+
+
+def test_frequent_events_skip_other_packages_pth_files(launcher: Launcher, isolated_home: Path) -> None:
+    # a normal (non-editable) install: the package is a directory of site-packages
+    python, site_dir = venv_with(launcher.tmp, "installed")
+    (site_dir / "dexai_memory").symlink_to(REPO / "dexai_memory")
+    trap = launcher.tmp / "site-ran"
+    trap_pth(site_dir, trap)
+    prompt = json.dumps({"session_id": "s1", "prompt": "what did we decide about the release?"})
+    for event in ("user-prompt-submit", "post-tool-use", "stop"):  # (a daemon it started would run site)
+        proc = launcher(event, prompt, DEXAI_HOOK_PYTHON=str(python), DEXAI_DAEMON_AUTOSTART="0")
+        assert assert_valid(event, proc) is not None and proc.stderr == ""
+    assert (isolated_home / "hooks.log").exists()  # the hook itself ran
+    assert not trap.exists()  # without the other package's .pth (nor sitecustomize)
+    # the other events start Python as usual: every .pth file runs (e.g. a CA bundle for the network)
+    proc = launcher("session-start", json.dumps({"session_id": "s1", "source": "startup"}),
+                    DEXAI_HOOK_PYTHON=str(python), DEXAI_DAEMON_AUTOSTART="0")
+    assert assert_valid("session-start", proc) is not None and proc.stderr == ""
+    assert trap.exists()
+
+
+def test_lean_start_falls_back_to_the_full_site_when_only_a_pth_finds_the_package(
+        launcher: Launcher, isolated_home: Path) -> None:
+    # the package reachable only through another .pth file (e.g. a development checkout on a path)
+    python, site_dir = venv_with(launcher.tmp, "pth-only")
+    (site_dir / "checkout.pth").write_text(f"{REPO}\n")
+    trap = launcher.tmp / "site-ran"
+    trap_pth(site_dir, trap)
+    proc = launcher("user-prompt-submit", json.dumps({"session_id": "s1", "prompt": "hello there"}),
+                    DEXAI_HOOK_PYTHON=str(python), DEXAI_DAEMON_AUTOSTART="0")
+    assert assert_valid("user-prompt-submit", proc) is not None and proc.stderr == ""
+    assert (isolated_home / "hooks.log").exists()
+    assert trap.exists()
+    # and DEXAI_HOOK_LEAN=0 turns the lean start off
+    trap.unlink()
+    (site_dir / "checkout.pth").unlink()
+    (site_dir / "dexai_memory").symlink_to(REPO / "dexai_memory")
+    proc = launcher("stop", json.dumps({"session_id": "s1"}), DEXAI_HOOK_PYTHON=str(python), DEXAI_HOOK_LEAN="0",
+                    DEXAI_DAEMON_AUTOSTART="0")
+    assert assert_valid("stop", proc) == {} and trap.exists()
