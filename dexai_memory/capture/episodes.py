@@ -296,7 +296,7 @@ def forms_of(prompts: Sequence[str], artifacts: Mapping[str, list[Any]]) -> tupl
     words = [w for w in _KEY_WORD.findall(title.lower()) if len(w) > 2 and w not in STOPWORDS][:4]
     if files:
         words.append(os.path.splitext(os.path.basename(files[0]))[0].lower())
-    index = "_".join(dict.fromkeys(words)) or "session"
+    index = " ".join(dict.fromkeys(words)) or "session"  # spaced like every index key: recall finds it
     lines = [f"Episode: {title}", summary, ""]
     if prompts:
         lines.append("Asked:")
@@ -330,12 +330,17 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+#: A stretch with no artifact (no file edited, command run, commit, fix) becomes an episode only from
+#: this many prompts on: a short exchange ("remember that I prefer pnpm") is already kept as its facts.
+MIN_DISCUSSION_PROMPTS = 3
+
+
 def build_episode(entries: Sequence[Mapping[str, Any]], session_id: str | None) -> Episode | None:
-    """The episode of a stretch's transcript ``entries``; None when nothing happened in it
-    (no prompt and no artifact)."""
+    """The episode of a stretch's transcript ``entries``; None when too little happened in it
+    (no artifact and under :data:`MIN_DISCUSSION_PROMPTS` prompts)."""
     artifacts, prompts = artifacts_of(entries)
     artifacts, prompts = _redacted(artifacts), _redacted(prompts)
-    if not prompts and not any(artifacts.values()):
+    if not any(artifacts.values()) and len(prompts) < MIN_DISCUSSION_PROMPTS:
         return None
     title, summary, compressed, index, full = forms_of(prompts, artifacts)
     stamps = [str(e["timestamp"]) for e in entries if isinstance(e.get("timestamp"), str)]

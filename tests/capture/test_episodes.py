@@ -97,7 +97,7 @@ def test_artifacts_and_forms_from_a_real_format_transcript(tmp_path: Path) -> No
     assert episode.title == "Fix the rounding bug in invoices"
     assert "invoice.py" in episode.summary and "1a2b3c4d" in episode.summary
     assert len(episode.compressed) < len(episode.summary) < len(episode.full)
-    assert episode.key.startswith("fix_rounding") and "invoice" in episode.key
+    assert episode.key.startswith("fix rounding") and "invoice" in episode.key
     memory = episode.memory("dana", "shop")
     assert memory.type is MemoryType.EPISODE and memory.content == episode.full
     assert set(memory.metadata["forms"]) == {"summary", "compressed", "index"}
@@ -179,3 +179,18 @@ async def test_the_daemon_stores_the_episode_when_it_answers(tmp_path: Path, emb
         assert "'by': 'daemon'" in (short / "hooks.log").read_text()
     finally:
         shutil.rmtree(short, ignore_errors=True)
+
+
+def test_a_short_exchange_with_nothing_done_is_not_an_episode() -> None:
+    """"Remember that I prefer pnpm" is kept as its fact; an episode of it would only repeat the prompt."""
+    from dexai_memory.capture.episodes import MIN_DISCUSSION_PROMPTS, build_episode
+
+    def prompt(i: int) -> dict[str, object]:
+        return {"type": "user", "uuid": f"u{i}", "timestamp": f"2026-11-20T10:0{i}:00Z",
+                "message": {"role": "user", "content": f"Question {i} about the release plan for the billing service"}}
+
+    short = [prompt(i) for i in range(MIN_DISCUSSION_PROMPTS - 1)]
+    assert build_episode(short, "s1") is None
+    longer = [prompt(i) for i in range(MIN_DISCUSSION_PROMPTS)]
+    episode = build_episode(longer, "s1")
+    assert episode is not None and "discussion only" in episode.summary and " " in episode.key

@@ -91,7 +91,8 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         assert text_of(after).count(KEY) == text_of(before).count(KEY)
     with SqliteReader(settings.db_path) as reader:
         episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
-    assert any(KEY in e.content for e in episodes), [e.content for e in episodes]
+    # one-prompt sessions that edited nothing are kept as their facts, not as episodes
+    assert episodes == [], [e.content for e in episodes]
 
 
 def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
@@ -119,3 +120,7 @@ def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
     assert "ConnectionResetError" in text_of(after)  # the failure itself
     remembered = memory_text(text_of(after))
     assert "reconnect the VPN" in remembered, remembered
+    # the session that ran the command is an episode, with the command among its artifacts
+    with SqliteReader(load_settings(home=mem_home).db_path) as reader:
+        episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+    assert [e.metadata["artifacts"]["commands"] for e in episodes] == [[command]], [e.content for e in episodes]
