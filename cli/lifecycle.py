@@ -16,19 +16,25 @@ def _clip(text: str, width: int = 90) -> str:
 
 async def _consolidate(ctx: Context, *, dry_run: bool, all_users: bool, cleanup_too: bool) -> list[dict[str, Any]]:
     from dexai_memory.consolidation import consolidate_user, known_users
-    from dexai_memory.extraction.factory import make_summarizer
+    from dexai_memory.extraction.factory import make_form_writer, make_summarizer
     from dexai_memory.providers import make_provider
 
     ensure_home(ctx.settings.home)
     summarizer = None if dry_run else make_summarizer(ctx.settings)
+    form_writer = None if dry_run else make_form_writer(ctx.settings)
     out = []
-    async with make_provider(ctx.settings) as provider:
-        users = await known_users(provider) if all_users else [ctx.user]
-        with progress(len(users), "consolidate", enabled=not ctx.json) as update:
-            for user in users:
-                out.append(await consolidate_user(provider, user, ctx.settings, dry_run=dry_run,
-                                                  cleanup_too=cleanup_too, summarizer=summarizer))
-                update(1)
+    try:
+        async with make_provider(ctx.settings) as provider:
+            users = await known_users(provider) if all_users else [ctx.user]
+            with progress(len(users), "consolidate", enabled=not ctx.json) as update:
+                for user in users:
+                    out.append(await consolidate_user(provider, user, ctx.settings, dry_run=dry_run,
+                                                      cleanup_too=cleanup_too, summarizer=summarizer,
+                                                      form_writer=form_writer))
+                    update(1)
+    finally:
+        if form_writer is not None:
+            await form_writer.aclose()
     return out
 
 

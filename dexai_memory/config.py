@@ -209,6 +209,9 @@ class ConsolidationConfig:
     consolidation_model: str = DEFAULT_MODEL
     #: Session notes accumulated in a session before Stop schedules a consolidation.
     min_new_notes: int = field(default=10, metadata=_check(1, 100_000))
+    #: Most memories whose compression forms the model writes in one consolidation run (new,
+    #: edited and rules-built ones, in that order; new and edited ones past it get the offline rules).
+    model_forms_per_run: int = field(default=200, metadata=_check(0, 100_000))
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,22 @@ demand (``dexai memory consolidate``).
 :func:`store_forms` (the last step of :func:`consolidate`)
     Writes the compression levels of every current durable memory (and
     episode) that has none or whose content changed since they were built:
-    ``metadata["forms"] = {"summary", "compressed", "index"}`` with the
-    offline rules of :func:`dexai_memory.recall.forms.build_forms`
-    (deterministic; no model call: Haiku-written forms are not built yet).
+    ``metadata["forms"] = {"summary", "compressed", "index"}``. With a model
+    (the same choice as extraction: API key, else Claude Code sign-in;
+    :func:`dexai_memory.extraction.factory.make_form_writer`) Claude Haiku
+    writes them, 20 memories a call, within ``extraction.daily_token_budget``;
+    every answer is checked and a memory it gives nothing usable for, or a
+    run past the budget or with the model failing, gets the offline rules of
+    :func:`dexai_memory.recall.forms.build_forms` (deterministic, no model
+    call; the only writer when extraction is offline). ``metadata["forms_by"]``
+    says ``"model"`` or ``"rules"``: a later run with a model rewrites forms
+    the rules built (at most ``consolidation.model_forms_per_run`` memories a
+    run, new and edited ones first), and forms of unchanged content that the
+    model wrote, or was asked about already, are not asked for again.
     Forms another part wrote without a content key (an episode's) are kept.
     Context assembly (:mod:`dexai_memory.recall.assembly`) shows each memory
-    at the richest level that fits. A dry run counts without writing.
+    at the richest level that fits. A dry run counts without writing (or
+    asking).
 """
 
 from __future__ import annotations
@@ -46,14 +56,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import DexaiMemoryError
+from .extraction.form_writer import OfflineFormWriter
 from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
 from .recall.assembly import DURABLE_TYPES
-from .recall.forms import forms_metadata, needs_forms
+from .recall.forms import forms_metadata, needs_forms, wants_model_forms
 from .supersession.rules import content_words
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .extraction.base import Summarizer
+    from .extraction.base import FormWriter, Summarizer
     from .providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
@@ -187,37 +198,56 @@ async def consolidation_candidates(provider: MemoryProvider, user_id: str, setti
 
 async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings, summarizer: Summarizer | None,
                       *, dry_run: bool = False, now: datetime | None = None,
-                      progress: ProgressCallback | None = None) -> ConsolidationReport:
+                      progress: ProgressCallback | None = None,
+                      form_writer: FormWriter | None = None) -> ConsolidationReport:
     """Merge clusters of similar old L2 memories into L3 abstracts (see the module docstring).
 
     In a dry run nothing is written and no summary is made (``summarizer``
     may be None). ``progress(1)`` is called per cluster. Ends with
-    :func:`store_forms` (abstracts included).
+    :func:`store_forms` (abstracts included) with ``form_writer`` (None: the
+    offline rules).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
-    report.forms_built = await store_forms(provider, user_id, dry_run=dry_run)
+    report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
+                                           model_limit=settings.consolidation.model_forms_per_run)
     return report
 
 
-async def store_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False) -> int:
-    """Write the offline compression levels on ``user_id``'s current durable memories that lack
-    them or whose content changed (see the module docstring); returns how many (would) change.
-    A memory the backend refuses to update is logged and skipped (its forms are built on the fly
-    at assembly)."""
+async def store_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False,
+                      writer: FormWriter | None = None, model_limit: int = 200) -> int:
+    """Write the compression levels on ``user_id``'s current durable memories that lack them or
+    whose content changed, and, when ``writer`` asks a model, upgrade rules-built ones (at most
+    ``model_limit`` memories go to the model; see the module docstring); returns how many
+    (would) change. ``writer`` None: the offline rules. A memory the backend refuses to update
+    is logged and skipped (its forms are built on the fly at assembly)."""
     memories = await provider.list(user_id=user_id, filters=SearchFilters(types=DURABLE_TYPES), limit=100_000)
-    built = 0
-    for m in memories:
-        if not needs_forms(m):
+    stale = [m for m in memories if needs_forms(m)]
+    to_model: list[Memory] = []
+    if writer is not None and writer.uses_model:
+        upgrades = [m for m in memories if not needs_forms(m) and wants_model_forms(m)]
+        to_model = (stale + upgrades)[:max(0, model_limit)]
+    chosen = {m.id for m in to_model}
+    to_rules = [m for m in stale if m.id not in chosen]
+    if dry_run:
+        return len(to_model) + len(to_rules)
+    written = (await writer.write([m.content for m in to_model])) if writer is not None and to_model else []
+    written += await OfflineFormWriter().write([m.content for m in to_rules])
+    built = by_model = 0
+    stale_ids = {m.id for m in stale}
+    for m, w in zip(to_model + to_rules, written, strict=True):
+        if m.id not in stale_ids and w.by != "model" and not w.asked:
+            continue  # current rules-built forms the model could not upgrade now: kept as they are
+        try:
+            await provider.update(m.id, user_id=user_id,
+                                  metadata=forms_metadata(m, w.forms, by=w.by, asked=w.asked))
+        except DexaiMemoryError as exc:
+            logger.warning("could not store the forms of %s: %s", m.id, exc)
             continue
-        if not dry_run:
-            try:
-                await provider.update(m.id, user_id=user_id, metadata=forms_metadata(m))
-            except DexaiMemoryError as exc:
-                logger.warning("could not store the forms of %s: %s", m.id, exc)
-                continue
         built += 1
-    if built and not dry_run:
-        logger.info("built the compression levels of %d memories of %s", built, user_id)
+        by_model += w.by == "model"
+    if built:
+        logger.info("built the compression levels of %d memories of %s (%d by the model)", built, user_id,
+                    by_model)
     return built
 
 
@@ -290,19 +320,31 @@ async def known_users(provider: MemoryProvider) -> list[str]:
 
 
 async def consolidate_user(provider: MemoryProvider, user_id: str, settings: Settings, *, dry_run: bool = False,
-                           cleanup_too: bool = True, summarizer: Summarizer | None = None) -> dict[str, Any]:
+                           cleanup_too: bool = True, summarizer: Summarizer | None = None,
+                           form_writer: FormWriter | None = None) -> dict[str, Any]:
     """The cold path on demand for one user, as ``dexai memory consolidate`` and ``POST
     /api/consolidate`` run it: the retention :func:`cleanup` (unless ``cleanup_too`` is False),
-    then :func:`consolidate` with the configured summarizer (none in a dry run).
+    then :func:`consolidate` with the configured summarizer and form writer (none in a dry run;
+    those made here are closed here).
 
     Returns ``{"user_id", "dry_run", "cleanup"?, "consolidation"}`` with each report as a dict.
     """
+    own_writer = None
     if summarizer is None and not dry_run:
         from .extraction.factory import make_summarizer
 
         summarizer = make_summarizer(settings)
-    row: dict[str, Any] = {"user_id": user_id, "dry_run": dry_run}
-    if cleanup_too:
-        row["cleanup"] = (await cleanup(provider, user_id, settings, dry_run=dry_run)).to_dict()
-    row["consolidation"] = (await consolidate(provider, user_id, settings, summarizer, dry_run=dry_run)).to_dict()
+    if form_writer is None and not dry_run:
+        from .extraction.factory import make_form_writer
+
+        form_writer = own_writer = make_form_writer(settings)
+    try:
+        row: dict[str, Any] = {"user_id": user_id, "dry_run": dry_run}
+        if cleanup_too:
+            row["cleanup"] = (await cleanup(provider, user_id, settings, dry_run=dry_run)).to_dict()
+        row["consolidation"] = (await consolidate(provider, user_id, settings, summarizer, dry_run=dry_run,
+                                                  form_writer=form_writer)).to_dict()
+    finally:
+        if own_writer is not None:
+            await own_writer.aclose()
     return row

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from .capture.gate import Gate, GateResult
     from .config import ConsolidationConfig, Settings
     from .consolidation import Summarizer
-    from .extraction.base import Extractor
+    from .extraction.base import Extractor, FormWriter
     from .providers.base import MemoryProvider
     from .supersession.classifier import UpdateClassifier
 
@@ -128,6 +128,7 @@ class MemoryDaemon:
         self._gate = gate
         self._classifier = classifier
         self._summarizer = summarizer
+        self._form_writer: FormWriter | None = None
         self.serve_socket = serve_socket
         self.serve_api = serve_api
         #: The local API server while it runs (``serve_api`` and ``daemon.api_port`` set).
@@ -406,12 +407,18 @@ class MemoryDaemon:
 
         return sorted(set(await known_users(self.provider)) | self._users)
 
-    def _summarizer_for_run(self) -> Summarizer:
+    def _consolidation_models(self) -> tuple[Summarizer, FormWriter]:
+        """The summarizer and the compression forms' writer (the model when extraction has one,
+        else the offline ones), made at the first run and kept."""
         if self._summarizer is None:
             from .extraction.factory import make_summarizer
 
             self._summarizer = make_summarizer(self.settings)
-        return self._summarizer
+        if self._form_writer is None:
+            from .extraction.factory import make_form_writer
+
+            self._form_writer = make_form_writer(self.settings)
+        return self._summarizer, self._form_writer
 
     async def run_consolidation(self, user_id: str | None = None) -> dict[str, Any]:
         """Consolidate one user's memories (or every user's) now; returns the reports."""
@@ -421,7 +428,9 @@ class MemoryDaemon:
         for user in [user_id] if user_id else await self.users():
             try:
                 async with self.write_lock:
-                    report = await consolidate(self.provider, user, self.settings, self._summarizer_for_run())
+                    summarizer, form_writer = self._consolidation_models()
+                    report = await consolidate(self.provider, user, self.settings, summarizer,
+                                               form_writer=form_writer)
                 reports[user] = report.to_dict()
             except DexaiMemoryError as exc:
                 logger.error("consolidation for %s failed: %s", user, exc)

@@ -1,4 +1,4 @@
-"""Which extractor, update classifier and summarizer to use.
+"""Which extractor, update classifier, summarizer and form writer to use.
 
 ``extraction.extractor`` (or ``$DEXAI_EXTRACTOR``):
 
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from .claude_code import ClaudeCodeCall, sign_in
 from .fallback import FallbackClassifier, FallbackExtractor, FallbackSummarizer
+from .form_writer import HaikuFormWriter, OfflineFormWriter
 from .haiku import HaikuClassifier, HaikuExtractor, HaikuTool
 from .summarizer import HaikuSummarizer, OfflineSummarizer
 from .usage import DailyBudget, TokenLedger
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..supersession.classifier import UpdateClassifier
-    from .base import Extractor, Summarizer
+    from .base import Extractor, FormWriter, Summarizer
     from .model_call import ModelCall
 
 __all__ = ["EXTRACTOR_ENV", "Backend", "api_key", "budget", "choose_backend", "make_classifier", "make_client",
-           "make_extractor", "make_summarizer"]
+           "make_extractor", "make_form_writer", "make_summarizer"]
 
 #: Environment variable overriding ``extraction.extractor``.
 EXTRACTOR_ENV = "DEXAI_EXTRACTOR"
@@ -135,3 +136,12 @@ def make_summarizer(settings: Settings, *, client: AsyncAnthropic | None = None)
     if call is None:
         return OfflineSummarizer()
     return FallbackSummarizer(HaikuSummarizer(call), OfflineSummarizer())
+
+
+def make_form_writer(settings: Settings, *, client: AsyncAnthropic | None = None) -> FormWriter:
+    """:class:`HaikuFormWriter` (``consolidation.consolidation_model``; the offline rules behind
+    it for every memory it gives nothing usable for) when a model is configured, else the rules."""
+    call = _call(settings, settings.consolidation.consolidation_model, 4096, client)
+    if call is None:
+        return OfflineFormWriter()
+    return HaikuFormWriter(call)

@@ -19,8 +19,15 @@ index        a few-word topic key the ``recall`` tool can expand
 
 The three short forms are stored in ``memory.metadata["forms"]`` as
 ``{"summary": str, "compressed": str, "index": str}``; consolidation writes
-them (:func:`dexai_memory.consolidation.store_forms`) with the offline
-rules of :func:`build_forms` (deterministic, no model call). Whoever writes a
+them (:func:`dexai_memory.consolidation.store_forms`): written by the model
+when one is configured (:mod:`dexai_memory.extraction.form_writer`, answers
+checked by :func:`checked_forms`), else, and for every answer that fails the
+check, with the offline rules of :func:`build_forms` (deterministic, no model
+call). ``metadata["forms_by"]`` says which (``"model"`` or ``"rules"``): forms
+the rules built are rebuilt by the model at a later consolidation that has one
+(:func:`wants_model_forms`), unless the model was already asked about that very
+content and gave nothing usable (``metadata["forms_asked"]`` = its
+:func:`content_key`). Whoever writes a
 memory may also write its forms (episodes do); forms written without
 ``metadata["forms_of"]`` are kept as they are. Forms built here carry
 ``metadata["forms_of"]`` = :func:`content_key` of the content they were
@@ -59,6 +66,14 @@ ELLIPSIS = "..."
 COMPRESSED_WORDS = 12
 #: Most words of an index key.
 INDEX_WORDS = 3
+#: Most words of an index key the model writes (it is asked for 2-4).
+MODEL_INDEX_WORDS = 4
+#: The metadata key saying who wrote the stored forms, and its values.
+FORMS_BY_KEY = "forms_by"
+BY_MODEL = "model"
+BY_RULES = "rules"
+#: The metadata key of the content key the model was asked about and gave no usable forms for.
+FORMS_ASKED_KEY = "forms_asked"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:#@+-]*[A-Za-z0-9]|[A-Za-z0-9]|[→<>=]+")
@@ -218,7 +233,53 @@ def forms_of(m: Memory) -> Forms:
     return Forms(m.content, forms["summary"], forms["compressed"], forms["index"], stored is not None)
 
 
-def forms_metadata(m: Memory) -> dict[str, Any]:
-    """``m``'s metadata with freshly built offline forms and their content key (what
-    consolidation writes)."""
-    return {**(m.metadata or {}), FORMS_KEY: build_forms(m.content), FORMS_OF_KEY: content_key(m.content)}
+def wants_model_forms(m: Memory) -> bool:
+    """Whether a model should (re)write ``m``'s forms: none stored or stale, or current ones the
+    rules built (forms another part wrote without a content key are kept), unless the model was
+    asked about this content already and gave nothing usable."""
+    meta = m.metadata or {}
+    key = content_key(m.content)
+    if meta.get(FORMS_ASKED_KEY) == key:
+        return stored_forms(m) is None
+    if stored_forms(m) is None:
+        return True
+    return meta.get(FORMS_OF_KEY) is not None and meta.get(FORMS_BY_KEY) != BY_MODEL
+
+
+def _index_word(word: str) -> str:
+    low = word.lower().strip("./:#@+-,;\"'()[]")
+    low = low.rsplit("/", 1)[-1]
+    return re.sub(r"[^a-z0-9_.-]+", "_", low)[:24].strip("_")
+
+
+def checked_forms(content: str, value: Any) -> dict[str, str] | None:
+    """``value`` (forms a model wrote for ``content``) when usable, else None: three non-empty
+    strings, the summary at most :data:`SUMMARY_TOKENS` tokens and no longer than ``content``,
+    the compressed form at most :data:`COMPRESSED_WORDS` words and no longer than the summary,
+    the index key 1 to :data:`MODEL_INDEX_WORDS` words (lower-cased, spaced like
+    :func:`index_key`'s) and no longer than the compressed form."""
+    forms = valid_forms(value)
+    if forms is None:
+        return None
+    index = " ".join(w for w in (_index_word(w) for w in forms["index"].split()) if w)
+    summary, compressed = forms["summary"], forms["compressed"]
+    n_summary, n_compressed = count_tokens(summary), count_tokens(compressed)
+    if (not index or len(index.split()) > MODEL_INDEX_WORDS or len(compressed.split()) > COMPRESSED_WORDS
+            or n_summary > min(SUMMARY_TOKENS, count_tokens(" ".join(content.split())))
+            or n_compressed > n_summary or count_tokens(index) > n_compressed):
+        return None
+    return {"summary": summary, "compressed": compressed, "index": index}
+
+
+def forms_metadata(m: Memory, forms: Mapping[str, str] | None = None, *, by: str = BY_RULES,
+                   asked: bool = False) -> dict[str, Any]:
+    """``m``'s metadata with ``forms`` (default: freshly built offline ones), their content key,
+    who wrote them (``by``) and, when ``asked`` and the rules wrote them, the note that the model
+    was asked about this content (what consolidation writes)."""
+    meta = {k: v for k, v in (m.metadata or {}).items() if k != FORMS_ASKED_KEY}
+    key = content_key(m.content)
+    meta.update({FORMS_KEY: dict(forms) if forms is not None else build_forms(m.content), FORMS_OF_KEY: key,
+                 FORMS_BY_KEY: by})
+    if asked and by != BY_MODEL:
+        meta[FORMS_ASKED_KEY] = key
+    return meta
