@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import Any
 
-__all__ = ["REDACTED", "clean", "contains_secret", "redact"]
+__all__ = ["REDACTED", "clean", "contains_secret", "redact", "redact_all"]
 
 #: What a secret is replaced with.
 REDACTED = "[redacted]"
@@ -154,6 +155,18 @@ def redact(text: str) -> str:
     if out != text:
         out = re.sub(r"[ \t]{2,}", " ", out).strip()
     return out
+
+
+def redact_all(value: Any) -> Any:
+    """``value`` with every string in it, however nested in lists and dicts, through :func:`redact`;
+    anything else unchanged (hook state files, transcript backups, episodes' artifacts)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_all(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_all(v) for k, v in value.items()}
+    return value
 
 
 def contains_secret(text: str) -> bool:

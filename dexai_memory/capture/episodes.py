@@ -318,18 +318,6 @@ def episode_id(session_id: str | None, entries: Sequence[Mapping[str, Any]]) -> 
     return f"episode_{digest}"
 
 
-def _redacted(value: Any) -> Any:
-    from ..privacy import redact
-
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    return value
-
-
 #: A stretch with no artifact (no file edited, command run, commit, fix) becomes an episode only from
 #: this many prompts on: a short exchange ("remember that I prefer pnpm") is already kept as its facts.
 MIN_DISCUSSION_PROMPTS = 3
@@ -338,8 +326,10 @@ MIN_DISCUSSION_PROMPTS = 3
 def build_episode(entries: Sequence[Mapping[str, Any]], session_id: str | None) -> Episode | None:
     """The episode of a stretch's transcript ``entries``; None when too little happened in it
     (no artifact and under :data:`MIN_DISCUSSION_PROMPTS` prompts)."""
+    from ..privacy import redact_all
+
     artifacts, prompts = artifacts_of(entries)
-    artifacts, prompts = _redacted(artifacts), _redacted(prompts)
+    artifacts, prompts = redact_all(artifacts), redact_all(prompts)
     if not any(artifacts.values()) and len(prompts) < MIN_DISCUSSION_PROMPTS:
         return None
     title, summary, compressed, index, full = forms_of(prompts, artifacts)

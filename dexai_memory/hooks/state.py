@@ -286,22 +286,10 @@ def recent_texts(payload: dict[str, Any], n: int = RECENT_MESSAGES) -> list[str]
 
 def redact_for_state(value: Any) -> Any:
     """``value`` fit for a hook state file (session state, compaction marker, transcript backup):
-    every string in it, however nested in lists and dicts, through
-    :func:`~dexai_memory.privacy.redact` (``<private>`` text and secrets never reach our files);
-    anything else unchanged."""
-    from ..privacy import redact
+    :func:`~dexai_memory.privacy.redact_all` (``<private>`` text and secrets never reach our files)."""
+    from ..privacy import redact_all
 
-    return _redacted(value, redact)
-
-
-def _redacted(value: Any, redact: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_redacted(v, redact) for v in value]
-    if isinstance(value, dict):
-        return {k: _redacted(v, redact) for k, v in value.items()}
-    return value
+    return redact_all(value)
 
 
 def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | None:

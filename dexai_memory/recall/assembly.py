@@ -78,7 +78,7 @@ from .block import (
 )
 from .focus import Focus
 from .forms import LEVELS, Forms, forms_of
-from .persistent import by_category, persistent_category
+from .persistent import by_category, persistent_category, priority
 from .ranking import BUDGET_POOL, content_terms, lexical_relevance, rank
 
 if TYPE_CHECKING:
@@ -347,13 +347,9 @@ def _standing(durable: Sequence[Memory], settings: Settings, categories: Sequenc
     if unconfirmed:
         shown = {m.id for ms in groups.values() for m in ms}
         rest = sorted((m for m in durable if m.id not in shown and m.is_valid and not is_tool_origin(m)
-                       and persistent_category(m) in categories), key=_rest_order)
+                       and persistent_category(m) in categories), key=priority)
         items += [_Item((m,), str(persistent_category(m)).replace("project_fact", "fact")) for m in rest]
     return items
-
-
-def _rest_order(m: Memory) -> tuple[object, ...]:
-    return (not m.pinned, -m.importance, -m.confidence, -m.mention_count, -m.created_at.timestamp(), m.id)
 
 
 async def _critical(provider: MemoryProvider, user_id: str, settings: Settings, focus: Focus,

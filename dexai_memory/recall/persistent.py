@@ -101,7 +101,8 @@ def eligible(m: Memory, cfg: PersistentContextConfig) -> bool:
             and always_on(m))
 
 
-def _priority(m: Memory) -> tuple[object, ...]:
+def priority(m: Memory) -> tuple[object, ...]:
+    """The order within a category: pinned, then important, confident, repeated, recent."""
     return (not m.pinned, -m.importance, -m.confidence, -m.mention_count, -m.created_at.timestamp(), m.id)
 
 
@@ -113,7 +114,7 @@ def by_category(memories: Sequence[Memory], cfg: PersistentContextConfig) -> dic
         if cat is not None and eligible(m, cfg):
             groups[cat].append(m)
     for cat, ms in groups.items():
-        ms.sort(key=(lambda m: (not m.pinned, -m.created_at.timestamp(), m.id)) if cat == "goal" else _priority)
+        ms.sort(key=(lambda m: (not m.pinned, -m.created_at.timestamp(), m.id)) if cat == "goal" else priority)
     return groups
 
 
