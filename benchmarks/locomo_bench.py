@@ -274,10 +274,10 @@ class Bm25Index:
 
 
 async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int, tmp: Path,
-                       wanted: set[str], system_config: str = "",
+                       wanted: set[str], system_config: str = "", ingest: str = "pipeline",
                        ) -> tuple[dict[str, Method], list[Callable[[], Awaitable[None]]]]:
     """The methods to run on ``conv`` and their clean-up callbacks (``system_config``: YAML added to the
-    system method's settings)."""
+    system method's settings; ``ingest``: see :func:`run_system`)."""
     lines = {t.id: turn_text(t) for t in conv.turns}
     methods: dict[str, Method] = {}
     cleanups: list[Callable[[], Awaitable[None]]] = []
@@ -333,7 +333,7 @@ async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int
         methods["hybrid"] = run_hybrid
 
     if wanted & {"system", "system@5"}:
-        method, close = await run_system(conv, embedder, budget, tmp, config_extra=system_config)
+        method, close = await run_system(conv, embedder, budget, tmp, config_extra=system_config, ingest=ingest)
         if "system" in wanted:
             methods["system"] = method
         if "system@5" in wanted:
@@ -351,13 +351,17 @@ class SystemUnavailable(Exception):  # noqa: N818 - a reason, reported in the ta
 
 
 async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: Path,
-                     *, max_memories: int | None = None, config_extra: str = "") -> tuple[Method, Callable[[], Awaitable[None]]]:
+                     *, max_memories: int | None = None, config_extra: str = "",
+                     ingest: str = "pipeline") -> tuple[Method, Callable[[], Awaitable[None]]]:
     """The "system" row: ``conv`` ingested through the real pipeline, recall per question.
 
     1. one data directory and user scope per conversation; every turn goes
        through :meth:`dexai_memory.pipeline.Pipeline.ingest` (redaction, gate,
        offline extractor, supersession, L3 transcript archive) with its dia_id
-       as turn id and its session date as timestamp;
+       as turn id and its session date as timestamp; with ``ingest="cli"`` the
+       way ``dexai memory ingest --vectors now`` does it: stored with vectors
+       deferred, then embedded by the bulk embedder
+       (:func:`dexai_memory.embeddings.bulk_embedder`, ``embedding.bulk_model``);
     2. for each question, the block :func:`dexai_memory.recall.ranking.recall_block`
        builds for it under ``budget`` tokens (budget mode; ``max_memories``
        caps the count as auto-recall does on a cold start). The retrieved ids
@@ -382,7 +386,13 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
     await provider.start()
     try:
         t0 = time.perf_counter()
-        report = await Pipeline(provider, settings).ingest(conv.turns, user_id=conv.user_id)
+        if ingest == "cli":
+            from dexai_memory.embeddings import bulk_embedder
+
+            report = await Pipeline(provider, settings).ingest(conv.turns, user_id=conv.user_id, vectors="later")
+            await provider.fill_vectors(embedder=bulk_embedder(settings.embedding))
+        else:
+            report = await Pipeline(provider, settings).ingest(conv.turns, user_id=conv.user_id)
         say(f"  system ingest: {elapsed_ms(t0) / 1000:.1f} s, {report.to_dict()}")
     except BaseException:
         await provider.aclose()
@@ -448,7 +458,8 @@ def bench_embedder(name: str) -> Embedder:
 
 async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget: int,
                    limit_questions: int | None,
-                   embedder_name: str = "minilm", system_config: str = "") -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
+                   embedder_name: str = "minilm", system_config: str = "",
+                   ingest: str = "pipeline") -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
     """Run every wanted method on every conversation. Returns scores, misses and unavailable methods."""
     overall: dict[str, Score] = defaultdict(Score)
     per_cat: dict[tuple[str, int], Score] = defaultdict(Score)
@@ -462,7 +473,7 @@ async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget:
             say(f"{conv.conv_id}: {len(conv.turns)} turns, {len(questions)} questions")
             todo = set(wanted) - set(unavailable)
             try:
-                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo, system_config)
+                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo, system_config, ingest)
             except SystemUnavailable as exc:
                 unavailable["system"] = unavailable["system@5"] = str(exc)
                 methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo - {"system", "system@5"})
@@ -543,6 +554,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--system-config", default="", metavar="YAML",
                         help="settings added to the system method's memory.yaml, e.g. "
                              "'search: {embed_transcripts: false}' (options of issue 15)")
+    parser.add_argument("--ingest", choices=("pipeline", "cli"), default="pipeline",
+                        help="how the system method stores the conversation: pipeline (the daemon's warm path, "
+                             "default) or cli (as 'dexai memory ingest --vectors now': vectors deferred, then "
+                             "filled by the bulk embedder, see embedding.bulk_model)")
     parser.add_argument("--misses", type=int, default=0, metavar="N", help="print N missed questions per category")
     parser.add_argument("--misses-method", default="system", help="method whose misses are printed "
                         "(default: system, else hybrid when system is not available)")
@@ -559,7 +574,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         convs = convs[:n_conv]
     limit_q = 20 if args.quick else None
     scores, misses, unavailable = asyncio.run(evaluate(convs, wanted, args.budget, limit_q, args.embedder,
-                                                         args.system_config + "\n" if args.system_config else ""))
+                                                         args.system_config + "\n" if args.system_config else "",
+                                                         args.ingest))
     print(render(scores, unavailable, wanted, args.budget))
     if args.misses:
         method = args.misses_method
@@ -579,7 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "questions": sum(len(c.questions[:limit_q] if limit_q else c.questions) for c in convs),
               "dropped_evidence_ids": sorted({d for c in convs for d in c.dropped_evidence}),
               "embedder": bench_embedder(args.embedder).model_id, "pool": POOL,
-              "system_config": args.system_config}
+              "system_config": args.system_config, "ingest": args.ingest}
     path = write_result(NAME, quick=args.quick, params=params, summary=summary,
                         results={"scores": scores, "unavailable": unavailable}, out_dir=args.out)
     print(f"\nwrote {path}")

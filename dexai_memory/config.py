@@ -81,6 +81,12 @@ class EmbeddingConfig:
     #: this many turns / memories; larger files are stored with vectors deferred (filled by the daemon
     #: or ``dexai memory reembed --missing``), because the embedder is most of their time.
     ingest_now_max_turns: int = field(default=1000, metadata=_check(0, 10_000_000))
+    #: The model of bulk work (``ingest`` / ``import --vectors now``, ``reembed``, the daemon's deferred
+    #: vectors) with the onnx-minilm backend: ``exact`` (default) the pinned MiniLM, as everywhere else;
+    #: ``int8`` MiniLM run on int8 activations (built once into ``<data dir>/models``, needs the ``onnx``
+    #: package): ~2.3x faster to embed, its vectors within cosine 0.95 (mean ~0.99) of the exact ones,
+    #: queries stay exact; LoCoMo recall after ``ingest`` 80.1 % instead of 80.9 %.
+    bulk_model: str = field(default="exact", metadata=_check(choices=("exact", "int8")))
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .capture.admit import admit
 from .capture.queue import ExtractionQueue, Job
+from .embeddings import bulk_embedder
 from .errors import DaemonError, DexaiMemoryError, QueueError
 from .ipc import IpcServer
 from .models import Turn, utcnow
@@ -469,11 +470,21 @@ class MemoryDaemon:
         """Embed up to ``daemon.vector_fill_batch`` memories stored with deferred vectors (bulk ingest)."""
         done, limit, slice_ = 0, self.settings.daemon.vector_fill_batch, 64
         try:
+            if not await self.provider.pending_vectors():
+                return 0
+            # the bulk model (int8 MiniLM, built once on first use) on the daemon's own threads,
+            # loaded before the lock is taken
+            bulk = bulk_embedder(self.settings.embedding, threads=self.settings.embedding.threads)
+            own = self.provider.embedder
+            if bulk is None or own is None or bulk.model_id != own.model_id:
+                bulk = None  # a provider with an embedder of its own: it fills with that
+            else:
+                await bulk.aembed("load")
             while done < limit:
                 want = min(slice_, limit - done)
                 # small slices, so the queue worker's writes never wait long for the lock
                 async with self.write_lock:
-                    n = await self.provider.fill_vectors(limit=want, batch=want)
+                    n = await self.provider.fill_vectors(limit=want, batch=want, embedder=bulk)
                 done += n
                 if n < want:  # nothing more waiting
                     break

@@ -71,6 +71,8 @@ class MemoryProvider(abc.ABC):
     capabilities: frozenset[str] = frozenset({"as_of", "history", "hard_delete", "vector_search"})
     #: Where contradictions are recorded (None: this backend keeps none). See :meth:`apply_decision`.
     contradiction_log: ContradictionLog | None = None
+    #: The embedder this store's vectors come from (None: none, or not ours).
+    embedder: Embedder | None = None
 
     async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Open connections / load resources. Idempotent."""

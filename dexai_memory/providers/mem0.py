@@ -230,6 +230,8 @@ class Mem0Provider(MemoryProvider):
 
     name = "mem0"
     capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search"})
+    #: Mem0 always embeds with ours (required).
+    embedder: Embedder
 
     def __init__(self, path: str | Path, *, embedder: Embedder | None, config: Mem0Config | None = None,
                  api_key: str | None = None):

@@ -16,7 +16,7 @@ from dexai_memory.cli.ingest import resolve_vectors
 from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
 from dexai_memory.daemon import MemoryDaemon
-from dexai_memory.embeddings import HashingEmbedder
+from dexai_memory.embeddings import BulkMiniLMEmbedder, Embedder, HashingEmbedder, bulk_embedder
 from dexai_memory.models import Memory, SearchFilters, Turn
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers.native import NativeProvider
@@ -192,3 +192,26 @@ def test_cli_import_later_then_now(tmp_path: Path, isolated_home: Path) -> None:
     now = json.loads(runner.invoke(cli, ["memory", "import", str(dump), "--json"]).output)
     # a small file embeds at once; it also catches up the ones left waiting
     assert now == {"imported": 1, "skipped": 0, "conflicts": [], "vectors": "now", "vectors_pending": 0}
+
+
+async def test_daemon_fills_with_the_bulk_model(tmp_path: Path, isolated_home: Path, embedder: Embedder) -> None:
+    """With ``embedding.bulk_model: int8`` and the exact MiniLM in the provider, the daemon's deferred
+    vectors come from the int8 bulk model, on the daemon's own threads, and exact queries find them."""
+    s = load_settings()
+    s = dataclasses.replace(s, embedding=dataclasses.replace(s.embedding, bulk_model="int8"))
+    fast = dataclasses.replace(s, daemon=dataclasses.replace(s.daemon, vector_fill_interval_seconds=0.2))
+    async with NativeProvider(tmp_path / "memory.db", embedder=embedder) as p:
+        async with p.deferred_vectors():
+            await p.add_many([Memory(t, user_id="u") for t in TEXTS])
+        async with MemoryDaemon(fast, p, extractor=EchoExtractor(), classifier=OfflineClassifier(),
+                                summarizer=JoinSummarizer()) as d:
+            for _ in range(300):
+                if await p.pending_vectors() == 0 and d.runs["vectors"] >= 1:
+                    break
+                await asyncio.sleep(0.1)
+        assert await p.pending_vectors() == 0
+        bulk = bulk_embedder(s.embedding, threads=s.embedding.threads)
+        assert isinstance(bulk, BulkMiniLMEmbedder) and bulk.quantized is True
+        vector_only(p)
+        found = await p.search("a pet dog", user_id="u", limit=1)
+        assert found and found[0].memory.content == "Caroline adopted a dog named Max"
