@@ -169,7 +169,7 @@ class DailyBudget:
         left = self.left()
         if left is not None and left <= 0:
             raise ModelUnavailable(f"today's token budget is spent ({self.limit:,} tokens, "
-                                   "extraction.daily_token_budget); the offline extractor answers until tomorrow")
+                                   "extraction.daily_token_budget); offline rules do the model's work until tomorrow")
 
     def charge(self, source: str, usage: Usage) -> None:
         """Count one call's tokens (a failure to write is logged, never raised: the answer is kept)."""
