@@ -324,12 +324,13 @@ def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
 
 
 def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
-    """Queue the turn: its prompt (kept by UserPromptSubmit) and the reply. Stop may run async
-    (hooks.json), beside the next prompt's UserPromptSubmit: the prompts it queues are those
-    submitted before this hook was started."""
+    """Queue the turn: its prompt (kept by UserPromptSubmit) and the reply. An async command
+    hook (``ctx.background``) may run beside the next prompt's UserPromptSubmit: it queues the
+    prompts submitted before its process started (the next Stop queues the later ones)."""
     from .state import process_start_time
 
-    close_turn(ctx, payload, str(payload.get("last_assistant_message") or ""), started=process_start_time())
+    started = process_start_time() if ctx.background else None
+    close_turn(ctx, payload, str(payload.get("last_assistant_message") or ""), started=started)
     return {}
 
 

@@ -224,11 +224,12 @@ def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[
         injected = list(dict.fromkeys([*(state.get("injected") or []), *ids]))[-500:]
         state["injected"] = injected
         if prompt is not None:
+            pending = pending_prompts(state)
             state["last_prompt"] = prompt[:4000]
             state["prompt_id"] = prompt_id
             if prompt.strip():
-                entry = {"prompt": prompt[:4000], "prompt_id": prompt_id, "at": time.time()}
-                state["pending"] = [*pending_prompts(state), entry][-MAX_PENDING:]
+                pending.append({"prompt": prompt[:4000], "prompt_id": prompt_id, "at": time.time()})
+            state["pending"] = pending[-MAX_PENDING:]
         save_session(settings, session_id, state)
 
 
