@@ -56,7 +56,6 @@ from typing import Any, NamedTuple
 
 from ..config import Settings
 from ..models import utcnow
-from .prefetch import clear_state as clear_prefetch
 from .state import (
     EVENTS,
     MAX_TOOL_TEXT,
@@ -203,6 +202,8 @@ def on_session_start(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
                                snapshot=marker.get("snapshot"), after_compaction=True)
         remember_injected(settings, sid, block.memory_ids, reset=True)
         clear_marker(settings, sid)
+        from .prefetch import clear_state as clear_prefetch  # not on the prompt's path
+
         clear_prefetch(settings, sid)  # what was prefetched went with the compacted context
         return context_output("SessionStart", block.text)
     if source == "startup":
