@@ -262,11 +262,12 @@ def forget_pending(settings: Settings, session_id: str | None, done: Sequence[di
 
 def process_start_time() -> float:
     """Wall-clock time this process started (Linux: from ``/proc/self/stat``, so a hook knows which
-    prompts were submitted before it was started, however long its imports took); elsewhere now."""
+    prompts were submitted before it was started, however long its imports took; rounded up to
+    the clock tick, 10 ms); elsewhere now."""
     try:
         with open("/proc/self/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
-        since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        since_boot = (int(fields[19]) + 1) / os.sysconf("SC_CLK_TCK")  # the tick after: not before the start
         return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot)
     except (OSError, ValueError, IndexError, AttributeError):
         return time.time()

@@ -5,11 +5,18 @@ killed, and the next prompt's UserPromptSubmit racing it. A recording backend (o
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.hooks.events import Block, HookBackend, HookContext, handle
 from dexai_memory.hooks.state import (
@@ -22,6 +29,7 @@ from dexai_memory.hooks.state import (
 )
 
 SID = "s-async"
+LAUNCHER = Path(__file__).resolve().parents[2] / "hooks" / "dexai-hook"
 
 
 class Recording(HookBackend):
@@ -137,3 +145,41 @@ def test_each_prompt_is_pending_once(isolated_home: Path) -> None:
     submit_prompt(ctx, "one", "p1")
     submit_prompt(ctx, "two", "p2")
     assert [p["prompt_id"] for p in pending_prompts(load_session(ctx.settings, SID))] == ["p1", "p2"]
+
+
+def _ignores_sigterm(pid: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize("mode", ["--async", ""])
+def test_an_async_hook_finishes_the_turn_after_the_sigterm_claude_p_sends(isolated_home: Path, mode: str) -> None:
+    """`claude -p` sends SIGTERM to async hooks as it exits: the launcher's ``--async`` hook ignores
+    it and queues the turn; a synchronous one is killed by it (Claude Code never sends it one)."""
+    settings = load_settings(home=isolated_home)
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    remember_injected(settings, SID, [], prompt="My name is Dana and I prefer pytest over unittest.",
+                      prompt_id="p1")
+    env = {**os.environ, "DEXAI_HOOK_PYTHON": sys.executable, "DEXAI_MEMORY_USER": "dana"}
+    proc = subprocess.Popen([str(LAUNCHER), "stop", *([mode] if mode else [])], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        # the hook waits for its input; once Python runs, SIGTERM's disposition is what it inherited
+        while time.monotonic() < deadline and "python" not in Path(f"/proc/{proc.pid}/cmdline").read_text():
+            time.sleep(0.01)
+        assert _ignores_sigterm(proc.pid) == bool(mode)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(json.dumps({"session_id": SID, "last_assistant_message": "Noted."}), timeout=60)
+    finally:
+        proc.kill()
+    with ExtractionQueue.from_settings(settings) as queue:
+        queued = queue.pending_count()
+    if mode:
+        assert proc.returncode == 0 and out.strip() == "{}"
+        assert queued >= 1 and pending_prompts(load_session(settings, SID)) == []
+    else:
+        assert proc.returncode == -signal.SIGTERM and queued == 0
