@@ -95,7 +95,8 @@ def hooks_for(hooks_json: dict[str, Any], event: str, payload: dict[str, Any]) -
     """The hooks of a plugin's ``hooks/hooks.json`` (parsed) that Claude Code runs for ``event``
     (``"PostToolUse"``, ...) with ``payload`` (``tool_name`` / ``tool_input`` for tool events)."""
     tool = str(payload.get("tool_name") or "")
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    raw = payload.get("tool_input")
+    tool_input: dict[str, Any] = raw if isinstance(raw, dict) else {}
     out = []
     for group in (hooks_json.get("hooks") or {}).get(event) or []:
         if tool and not _matcher_matches(group.get("matcher"), tool):
