@@ -19,7 +19,7 @@ Measures:
   Target: user-prompt-submit p95 <= 150 ms at 10k.
 * **what the user waits for** (issue 15), per event of the ``plugin`` launcher: the plugin's
   hooks.json decides (:func:`dexai_memory.testing.plugin_check.user_waits`). A synchronous hook
-  is waited for: the wait is its wall time. An async one (Stop; PostToolUse of every tool but the
+  is waited for: the wait is its wall time. An async one (PostToolUse of every tool but the
   file tools and ``git checkout``/``git switch``) is not: the wait is 0 (shown as ``async``) and
   its own wall time is still reported as its cost (CPU the machine spends). ``post-tool-use``
   runs a Bash tool result (async); ``post-tool-use:Read`` a Read of a file (synchronous, with

@@ -35,9 +35,9 @@ What each event does
     prefetch, :mod:`dexai_memory.hooks.prefetch`; PostToolUseFailure runs this event too,
     prefetch only).
 ``stop``
-    Queue the turn (the prompt kept by UserPromptSubmit, and the reply). Runs async in the
-    plugin (nobody waits for it); ``claude -p`` kills an async hook when it exits, so
-    SessionEnd queues a turn whose Stop did not finish (:func:`catch_up_turn`).
+    Queue the turn (the prompt kept by UserPromptSubmit, and the reply). Synchronous in the
+    plugin, but safe async: ``claude -p`` kills an async hook when it exits, and SessionEnd
+    queues a turn whose Stop did not finish (:func:`catch_up_turn`).
 ``session-end``
     Queue the last turn if its Stop did not finish; record the episode of the session (or of
     its stretch since the last compaction);

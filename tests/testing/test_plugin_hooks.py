@@ -18,7 +18,7 @@ HOOKS = json.loads((Path(__file__).resolve().parents[2] / "hooks" / "hooks.json"
     ("UserPromptSubmit", {"prompt": "hi"}, True),
     ("SessionStart", {"source": "startup"}, True),
     ("SessionEnd", {}, True),
-    ("Stop", {}, False),
+    ("Stop", {}, True),  # async Stop delays every `claude -p` exit by ~1.5 s (measured): kept synchronous
     ("PostToolUse", {"tool_name": "Read", "tool_input": {"file_path": "a.py"}}, True),
     ("PostToolUse", {"tool_name": "NotebookEdit", "tool_input": {}}, True),
     ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "git checkout main"}}, True),
