@@ -281,15 +281,17 @@ def _setup_logging(home: Path) -> None:
     root.setLevel(level)
 
 
-def command_context(settings: Settings) -> HookContext:
+def command_context(settings: Settings, *, background: bool = False) -> HookContext:
     """The hook context of a command hook: the user and recall scope from the environment
-    (``$DEXAI_MEMORY_USER`` / ``$USER``, ``$DEXAI_MEMORY_PROJECT``), the command backend."""
+    (``$DEXAI_MEMORY_USER`` / ``$USER``, ``$DEXAI_MEMORY_PROJECT``), the command backend;
+    ``background``: an async hook (``--async``)."""
     return HookContext(settings=settings, backend=CommandBackend(settings), user_id=user_id_for(),
-                       project=project_for({}), source="claude-code")
+                       project=project_for({}), source="claude-code", background=background)
 
 
-def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
-    """Read the hook JSON from ``stdin``, handle ``event``, write the answer to ``stdout``.
+def run(event: str, stdin: IO[str], stdout: IO[str], *, background: bool = False) -> int:
+    """Read the hook JSON from ``stdin``, handle ``event``, write the answer to ``stdout``
+    (``background``: the hook runs async, see :class:`~dexai_memory.hooks.events.HookContext`).
 
     Always returns 0 and always writes valid output (``{}`` when anything
     failed): a hook must never break the agent.
@@ -307,7 +309,7 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
         if event not in EVENTS:
             logger.warning("unknown hook event %r", event)
         else:
-            answer = handle(event, payload, command_context(load_user_settings()))
+            answer = handle(event, payload, command_context(load_user_settings(), background=background))
     except Exception:  # a hook never fails the agent: log and answer a no-op
         logger.exception("hook %s failed", event)
         if event == "pre-compact":
@@ -326,17 +328,19 @@ def run(event: str, stdin: IO[str], stdout: IO[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dexai_memory.hook_runtime <event>``."""
+    """``python -m dexai_memory.hook_runtime <event> [--async]`` (``--async``: hooks.json runs
+    this hook with ``"async": true``, nobody waits for its answer)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        sys.stderr.write(f"usage: python -m dexai_memory.hook_runtime <{'|'.join(EVENTS)}>\n")
+    background = args[1:] == ["--async"]
+    if len(args) != 1 and not background:
+        sys.stderr.write(f"usage: python -m dexai_memory.hook_runtime <{'|'.join(EVENTS)}> [--async]\n")
         return 2
     import io
 
     # undecodable bytes in the hook input become U+FFFD instead of failing the hook
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace")
-    return run(args[0], stdin, stdout)
+    return run(args[0], stdin, stdout, background=background)
 
 
 if __name__ == "__main__":

@@ -35,9 +35,12 @@ What each event does
     prefetch, :mod:`dexai_memory.hooks.prefetch`; PostToolUseFailure runs this event too,
     prefetch only).
 ``stop``
-    Queue the turn (the prompt kept by UserPromptSubmit, and the reply).
+    Queue the turn (the prompt kept by UserPromptSubmit, and the reply). Synchronous in the
+    plugin, but safe async: ``claude -p`` kills an async hook when it exits, and SessionEnd
+    queues a turn whose Stop did not finish (:func:`catch_up_turn`).
 ``session-end``
-    Record the episode of the session (or of its stretch since the last compaction);
+    Queue the last turn if its Stop did not finish; record the episode of the session (or of
+    its stretch since the last compaction);
     get the queue extracted; consolidation is scheduled when enough new notes
     accumulated; the session's state file is removed.
 
@@ -53,15 +56,16 @@ from typing import Any, NamedTuple
 
 from ..config import Settings
 from ..models import utcnow
-from .prefetch import clear_state as clear_prefetch
 from .state import (
     EVENTS,
     MAX_TOOL_TEXT,
     backup_transcript,
     clear_marker,
     compaction_instructions,
+    forget_pending,
     load_session,
     memory_disabled,
+    pending_prompts,
     project_key,
     prune_state,
     read_marker,
@@ -71,7 +75,6 @@ from .state import (
     redact_for_state,
     remember_injected,
     safe_id,
-    save_session,
     session_file,
     snapshot_text,
     text_of,
@@ -145,6 +148,9 @@ class HookContext(NamedTuple):  # NamedTuples: a dataclass costs ~1 ms to define
     user_id: str
     project: str | None = None
     source: str = "claude-code"
+    #: an async command hook (hooks.json ``"async": true``): nobody waits for its answer, and the
+    #: branch prefetch of ``git checkout``/``git switch`` is left to the synchronous entry
+    background: bool = False
 
     def capture_project(self, payload: dict[str, Any]) -> str:
         return self.project or project_key(payload)
@@ -196,6 +202,8 @@ def on_session_start(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
                                snapshot=marker.get("snapshot"), after_compaction=True)
         remember_injected(settings, sid, block.memory_ids, reset=True)
         clear_marker(settings, sid)
+        from .prefetch import clear_state as clear_prefetch  # not on the prompt's path
+
         clear_prefetch(settings, sid)  # what was prefetched went with the compacted context
         return context_output("SessionStart", block.text)
     if source == "startup":
@@ -298,7 +306,8 @@ def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
     try:
         from .prefetch import run_prefetch
 
-        known = run_prefetch(ctx.settings, ctx.backend, payload, user_id=ctx.user_id, project=ctx.project)
+        known = run_prefetch(ctx.settings, ctx.backend, payload, user_id=ctx.user_id, project=ctx.project,
+                             branches=not ctx.background)
     except Exception:  # the prefetch is a hint: its failure must not lose the tool result
         logger.exception("prefetch failed")
         known = ""
@@ -316,28 +325,60 @@ def on_post_tool_use(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any
 
 
 def on_stop(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
-    """Queue the turn: the prompt (kept by UserPromptSubmit) and the reply."""
+    """Queue the turn: its prompt (kept by UserPromptSubmit) and the reply. An async command
+    hook (``ctx.background``) may run beside the next prompt's UserPromptSubmit: it queues the
+    prompts submitted before its process started (the next Stop queues the later ones)."""
+    from .state import process_start_time
+
+    started = process_start_time() if ctx.background else None
+    close_turn(ctx, payload, str(payload.get("last_assistant_message") or ""), started=started)
+    return {}
+
+
+def close_turn(ctx: HookContext, payload: dict[str, Any], reply: str, *, started: float | None = None) -> int:
+    """Queue the session's pending prompts (submitted before ``started``; all when None) and
+    ``reply``, tell the backend the turn ended, and drop them from the session's ``pending``.
+    Every turn id is deterministic, so a prompt or reply queued twice (an async Stop and
+    SessionEnd's catch-up) is stored once. Returns how many prompts were queued."""
     settings, sid = ctx.settings, payload.get("session_id")
     state = load_session(settings, sid)
-    prompt = str(state.get("last_prompt") or "")
-    if prompt.strip() and state.get("queued_prompt") != prompt:
-        tid = f"{safe_id(sid)}:user:{state['prompt_id']}" if state.get("prompt_id") else None
-        # raises when the queue cannot be written (disk full): the prompt stays marked unqueued,
-        # so the next Stop tries again
+    mine = [p for p in pending_prompts(state) if started is None or float(p.get("at") or 0) <= started]
+    for entry in mine:
+        prompt = str(entry["prompt"])
+        tid = f"{safe_id(sid)}:user:{entry['prompt_id']}" if entry.get("prompt_id") else None
+        # raises when the queue cannot be written (disk full): the prompt stays pending, so the
+        # next Stop (or SessionEnd) tries again
         ctx.backend.submit(_turn(ctx, payload, kind="user", role="user", text=prompt, tid=tid), [])
-        state["queued_prompt"] = prompt
-        save_session(settings, sid, state)
-    message = str(payload.get("last_assistant_message") or "")
-    if message.strip():
-        ctx.backend.submit(_turn(ctx, payload, kind="assistant", role="assistant", text=message),
+    prompt = str(mine[-1]["prompt"]) if mine else ""
+    if reply.strip():
+        ctx.backend.submit(_turn(ctx, payload, kind="assistant", role="assistant", text=reply),
                            [prompt] if prompt else [])
-    ctx.backend.turn_end(user_id=ctx.user_id, session_id=sid, reply=message,
+    if mine or reply.strip():
+        forget_pending(settings, sid, mine)
+    ctx.backend.turn_end(user_id=ctx.user_id, session_id=sid, reply=reply,
                          injected=[str(i) for i in state.get("injected") or []])
-    return {}
+    return len(mine)
+
+
+def catch_up_turn(ctx: HookContext, payload: dict[str, Any]) -> int:
+    """SessionEnd: queue a turn whose Stop did not finish (an async Stop is killed when ``claude
+    -p`` exits): the pending prompts and the transcript's last assistant reply. Nothing when
+    every prompt was queued. Returns how many prompts it queued."""
+    if not pending_prompts(load_session(ctx.settings, payload.get("session_id"))):
+        return 0
+    messages = read_transcript(payload.get("transcript_path"))
+    reply = next((t for r, t in reversed(messages) if r == "assistant"), "")
+    return close_turn(ctx, payload, reply)
 
 
 def on_session_end(ctx: HookContext, payload: dict[str, Any]) -> dict[str, Any]:
     sid = payload.get("session_id")
+    try:
+        caught = catch_up_turn(ctx, payload)
+        if caught:
+            logger.info("session end: queued %s prompt(s) of a turn whose Stop did not finish", caught)
+    except Exception:  # the rest of SessionEnd (the queue's extraction) must still run
+        logger.exception("catching up the last turn failed")
     record_episode(ctx, payload)
     result = ctx.backend.session_end(user_id=ctx.user_id, session_id=sid)
     logger.info("session end: %s", result)

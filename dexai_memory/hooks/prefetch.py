@@ -104,9 +104,9 @@ def _error_text(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def items_for(payload: dict[str, Any]) -> list[PrefetchItem]:
+def items_for(payload: dict[str, Any], *, branches: bool = True) -> list[PrefetchItem]:
     """What a PostToolUse / PostToolUseFailure ``payload`` asks to look up ([] for most tool calls,
-    decided before anything is imported)."""
+    decided before anything is imported; no branch item when not ``branches``)."""
     tool = str(payload.get("tool_name") or "")
     raw = payload.get("tool_input")
     args: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -122,7 +122,7 @@ def items_for(payload: dict[str, Any]) -> list[PrefetchItem]:
             from ..recall.prefetch import error_item
 
             item = error_item(error)
-        elif (branch := branch_of(str(args.get("command") or ""))) is not None:
+        elif branches and (branch := branch_of(str(args.get("command") or ""))) is not None:
             from ..recall.prefetch import branch_item
 
             item = branch_item(branch)
@@ -130,14 +130,16 @@ def items_for(payload: dict[str, Any]) -> list[PrefetchItem]:
 
 
 def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str, Any], *, user_id: str,
-                 project: str | None) -> str:
+                 project: str | None, branches: bool = True) -> str:
     """The prefetch text for one tool call ("" when off, nothing new, or nothing known), and the
-    session's prefetch state updated."""
+    session's prefetch state updated. ``branches=False``: no branch item (the plugin's async
+    PostToolUse entry leaves ``git checkout``/``git switch`` to its synchronous entry, whose
+    answer reaches the very next request)."""
     sid = payload.get("session_id")
     budget = settings.hooks.prefetch_tokens
     if budget <= 0:
         return ""
-    items = items_for(payload)
+    items = items_for(payload, branches=branches)
     if not items:
         return ""
     state = load_state(settings, sid)

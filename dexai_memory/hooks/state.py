@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,22 +190,87 @@ def save_session(settings: Settings, session_id: str | None, data: dict[str, Any
     write_json(session_file(settings, session_id), data)
 
 
+#: Most prompts kept in a session's ``pending`` list (prompts no Stop has queued yet).
+MAX_PENDING = 20
+
+
+@contextlib.contextmanager
+def state_lock(settings: Settings) -> Iterator[None]:
+    """Hold ``<home>/hooks/state.lock`` (flock): read-modify-write of a session's state by hooks
+    that may run at once (an async Stop or PostToolUse beside the next UserPromptSubmit). Held
+    for microseconds, never across a queue write or a daemon request."""
+    import fcntl
+
+    fd = os.open(state_dir(settings) / "state.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[str], *,
                       reset: bool = False, prompt: str | None = None, prompt_id: str | None = None,
                       extra: dict[str, Any] | None = None) -> None:
     """Record injected memory ids (``reset`` after compaction: the old injections are gone),
     the last prompt of the session (already redacted by the caller, :func:`redact_for_state`)
-    and ``extra`` keys."""
-    state = load_session(settings, session_id)
-    state.update(extra or {})
-    if reset:
-        state["injected"] = []
-    injected = list(dict.fromkeys([*(state.get("injected") or []), *ids]))[-500:]
-    state["injected"] = injected
-    if prompt is not None:
-        state["last_prompt"] = prompt[:4000]
-        state["prompt_id"] = prompt_id
-    save_session(settings, session_id, state)
+    and ``extra`` keys. The prompt is also added to ``pending`` (with the time it was
+    submitted) for the turn's Stop, or SessionEnd's catch-up, to queue."""
+    with state_lock(settings):
+        state = load_session(settings, session_id)
+        state.update(extra or {})
+        if reset:
+            state["injected"] = []
+        injected = list(dict.fromkeys([*(state.get("injected") or []), *ids]))[-500:]
+        state["injected"] = injected
+        if prompt is not None:
+            pending = pending_prompts(state)
+            state["last_prompt"] = prompt[:4000]
+            state["prompt_id"] = prompt_id
+            if prompt.strip():
+                pending.append({"prompt": prompt[:4000], "prompt_id": prompt_id, "at": time.time()})
+            state["pending"] = pending[-MAX_PENDING:]
+        save_session(settings, session_id, state)
+
+
+def pending_prompts(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The prompts of ``state`` no Stop has queued yet, oldest first (a state file written before
+    ``pending`` existed: its ``last_prompt`` unless ``queued_prompt`` says it was queued)."""
+    if "pending" in state:
+        return [p for p in state.get("pending") or [] if isinstance(p, dict) and p.get("prompt")]
+    last = state.get("last_prompt")
+    if isinstance(last, str) and last.strip() and state.get("queued_prompt") != last:
+        return [{"prompt": last, "prompt_id": state.get("prompt_id"), "at": 0.0}]
+    return []
+
+
+def forget_pending(settings: Settings, session_id: str | None, done: Sequence[dict[str, Any]],
+                   **fields: Any) -> None:
+    """Drop the ``done`` prompts from the session's ``pending`` list (they are queued) and set
+    ``fields``; a state file SessionEnd already removed is not written again."""
+    keys = {(p.get("prompt_id"), p.get("prompt")) for p in done}
+    with state_lock(settings):
+        path = session_file(settings, session_id)
+        if not path.exists():
+            return
+        state = load_session(settings, session_id)
+        state["pending"] = [p for p in pending_prompts(state) if (p.get("prompt_id"), p.get("prompt")) not in keys]
+        state.pop("queued_prompt", None)
+        state.update(fields)
+        save_session(settings, session_id, state)
+
+
+def process_start_time() -> float:
+    """Wall-clock time this process started (Linux: from ``/proc/self/stat``, so a hook knows which
+    prompts were submitted before it was started, however long its imports took; rounded up to
+    the clock tick, 10 ms); elsewhere now."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        since_boot = (int(fields[19]) + 1) / os.sysconf("SC_CLK_TCK")  # the tick after: not before the start
+        return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.time()
 
 
 # --------------------------------------------------------------------------- transcript

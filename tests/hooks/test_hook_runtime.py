@@ -167,6 +167,28 @@ def test_hook_process_imports_no_heavy_module(home: Path, tmp_path: Path) -> Non
     assert json.loads(proc.stdout) == []
 
 
+def test_the_prompt_hook_without_a_daemon_imports_only_what_it_uses(home: Path) -> None:
+    """UserPromptSubmit with no daemon (keyword recall from the SQLite file): no prefetch (shlex),
+    no IPC client (socket), no queue, gate or extraction; and the answer is still the recall."""
+    code = (
+        "import io, json, sys\n"
+        "from dexai_memory.hooks.command import run\n"
+        "out = io.StringIO()\n"
+        "run('user-prompt-submit', io.StringIO(json.dumps({'session_id': 'x', 'prompt': 'deploy password hint'})),"
+        " out)\n"
+        "print(json.dumps([out.getvalue(), sorted(sys.modules)]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", f"import site; site.main()\n{code}"], capture_output=True,
+                          text=True, timeout=60, check=True,
+                          env={**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"})
+    answer, modules = json.loads(proc.stdout)
+    assert "PINEAPPLE-42" in answer
+    unused = {"dexai_memory.hooks.prefetch", "shlex", "socket", "dexai_memory.ipc", "dexai_memory.capture.gate",
+              "dexai_memory.capture.queue_file", "dexai_memory.capture.admit", "dexai_memory.extraction",
+              "subprocess", "asyncio", "hashlib"}
+    assert unused.isdisjoint(modules), sorted(unused & set(modules))
+
+
 class _DaemonStub:
     """The parts of a running daemon the hook socket ops use: settings, provider, ipc, flush."""
 

@@ -1,0 +1,128 @@
+"""Issue 15: the plugin's async hooks through the real Claude Code CLI (plugin as installed, fake
+Messages API, no API key).
+
+PostToolUse of most tools runs with ``"async": true`` (nobody waits for it); the file tools and
+``git checkout``/``git switch`` keep a synchronous PostToolUse, whose answer the very next
+request carries. Stop stays synchronous in the plugin: measured with 2.1.330, an async Stop
+makes every ``claude -p`` wait ~1.5 s more at its exit. ``claude -p`` sends SIGTERM to an async
+hook ~10 ms after starting it, as it finishes; the fact said in the last turn of a ``-p``
+session is stored either way, shown here with the plugin as shipped and with a copy of it whose
+Stop is async (the launcher ignores that SIGTERM, and SessionEnd queues a turn whose Stop did
+not finish)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from dexai_memory.capture.queue import ExtractionQueue
+from dexai_memory.config import load_settings
+from dexai_memory.providers.native.reader import SqliteReader
+from dexai_memory.recall.source import run_now
+from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text, text_of
+
+from .test_installed_e2e import REPO, mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+
+pytestmark = pytest.mark.e2e
+
+FIRST = "Let's plan the next release together."
+FACT = "The codename of the next release is COPPER-FINCH and Priya Raman manages it."
+BRANCH_FACT = "We decided the feature/ledger branch must never be merged before the finance audit."
+
+
+def plugin_hooks() -> dict[str, list[dict[str, object]]]:
+    return json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]  # type: ignore[no-any-return]
+
+
+def wait_for_empty_queue(home: Path, seconds: float = 60) -> None:
+    settings = load_settings(home=home)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with ExtractionQueue.from_settings(settings) as queue:
+            if queue.pending_count() == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError("the queue was not extracted in time")
+
+
+def stored(home: Path) -> list[str]:
+    with SqliteReader(load_settings(home=home).db_path) as reader:
+        return [m.content for m in run_now(reader.list(user_id="dana"))]
+
+
+def async_stop_plugin(dest: Path) -> Path:
+    """A copy of the plugin (its manifest and hooks; the package comes from this environment)
+    whose Stop hook is async."""
+    for part in (".claude-plugin", "hooks", "commands"):
+        shutil.copytree(REPO / part, dest / part)
+    shutil.copy2(REPO / ".mcp.json", dest / ".mcp.json")
+    hooks = json.loads((dest / "hooks" / "hooks.json").read_text())
+    for group in hooks["hooks"]["Stop"]:
+        for hook in group["hooks"]:
+            hook["async"] = True
+            hook["command"] += " --async"
+    (dest / "hooks" / "hooks.json").write_text(json.dumps(hooks))
+    return dest
+
+
+def test_capture_of_most_tools_is_async_and_the_rest_synchronous() -> None:
+    hooks = plugin_hooks()
+    for event in ("UserPromptSubmit", "SessionStart", "PreCompact", "PostCompact", "SessionEnd", "Stop",
+                  "PostToolUseFailure"):
+        assert not any(h.get("async") for g in hooks[event] for h in g["hooks"]), event  # type: ignore[union-attr]
+    sync = [g for g in hooks["PostToolUse"] if not any(h.get("async") for h in g["hooks"])]  # type: ignore[union-attr]
+    assert {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit"} <= set(str(sync[0]["matcher"]).split("|"))
+
+
+@pytest.mark.parametrize("stop", ["sync", "async"], ids=["plugin", "async-stop"])
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+def test_the_fact_said_in_the_last_turn_of_a_print_session_is_stored(
+        tmp_path: Path, mem_home: Path, autostart: bool, stop: str) -> None:  # noqa: F811
+    with FakeMessagesAPI() as api:
+        run = runner(tmp_path, api, mem_home, autostart=autostart)
+        if stop == "async":
+            run.plugin_dirs = [async_stop_plugin(tmp_path / "plugin")]
+        run(FIRST).check()
+        run.resume(FACT).check()  # the last turn: an async Stop gets SIGTERM as `claude -p` exits
+    if autostart:
+        wait_for_empty_queue(mem_home)
+    contents = stored(mem_home)
+    assert any("COPPER-FINCH" in c for c in contents), contents
+    assert len(contents) == len(set(contents)), f"stored twice: {contents}"
+    with ExtractionQueue.from_settings(load_settings(home=mem_home)) as queue:
+        assert queue.pending_count() == 0
+
+
+def test_git_checkout_brings_what_is_known_about_the_branch_on_the_next_request(
+        tmp_path: Path, mem_home: Path) -> None:  # noqa: F811
+    """``git checkout`` runs through the synchronous ``if`` entry: its prefetch is in the request
+    right after the tool; the async entry, which also captures it, adds no second copy."""
+    project = tmp_path / "project"
+    project.mkdir(parents=True)
+    subprocess.run("git init -q -b main . && git commit -q --allow-empty -m init && git branch feature/ledger",
+                   shell=True, cwd=project, check=True,
+                   env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                        "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"})
+    mem_home.mkdir(parents=True, exist_ok=True)
+    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    prompt = "Switch to the branch we talked about."
+    with FakeMessagesAPI() as api:
+        run = runner(tmp_path, api, mem_home, autostart=False)
+        run(BRANCH_FACT).check()
+        api.clear()
+        run.last_session_id = None
+        api.enqueue(Reply(tool_uses=[ToolUse("Bash", {"command": "git checkout feature/ledger"})]),
+                    when=lambda body: prompt in last_user_text(body))
+        api.enqueue(Reply(text="Done."))
+        run(prompt).check()
+        requests = [r for r in api.message_requests() if prompt in text_of(r)]
+    after = next((r for r in requests if "tool_result" in str(r.body.get("messages"))), None)
+    assert after is not None, "the fake model's Bash never ran"
+    remembered = memory_text(text_of(after))
+    assert "finance audit" in remembered, remembered
+    assert text_of(after).count("finance audit") == 1
