@@ -39,6 +39,8 @@ from ...errors import StorageError
 from . import ann
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import aiosqlite
 
     from ...embeddings import Embedder
@@ -199,7 +201,15 @@ class VectorIndex:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
         else:
             matrix = np.zeros((0, self.dim), dtype=np.float32)
+        self.load_arrays(user_id, rowids, matrix)
+
+    def load_arrays(self, user_id: str, rowids: np.ndarray, matrix: np.ndarray) -> None:
+        """Install a user's vectors: ``matrix[i]`` is the vector of ``rowids[i]``."""
         self._users[user_id] = _UserVectors(self.dim, rowids, matrix)
+
+    def load_from(self, conn: sqlite3.Connection, user_id: str) -> None:
+        """Install ``user_id``'s vectors read from ``memories_vec`` on ``conn`` (see :func:`read_user_vectors`)."""
+        self.load_arrays(user_id, *read_user_vectors(conn, user_id, self.dim))
 
     def add(self, user_id: str, rowids: list[int], vectors: np.ndarray) -> None:
         """Mirror new or re-embedded vectors (ignored for users not loaded yet)."""
@@ -253,6 +263,49 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return sum(u.size for u in self._users.values())
+
+
+#: The layout of sqlite-vec's shadow tables that :func:`read_user_vectors` reads (sqlite-vec 0.1.x).
+_CHUNKS_SQL = ('CREATE TABLE "memories_vec_chunks"(chunk_id INTEGER PRIMARY KEY AUTOINCREMENT,size INTEGER NOT NULL,'
+               'sequence_id integer,partition00,validity BLOB NOT NULL, rowids BLOB NOT NULL)')
+_VECTORS_SQL = 'CREATE TABLE "memories_vec_vector_chunks00"(rowid PRIMARY KEY,vectors BLOB NOT NULL)'
+
+
+def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``user_id``'s ``(rowids, float32 matrix)`` from ``memories_vec``, in its storage order.
+
+    ``SELECT rowid, embedding FROM memories_vec WHERE user_id = ?`` walks every
+    row of the table, whoever owns it, and decodes rows one at a time: 7 s for
+    a user of 10k memories in a store of 1M (100 users), 28 s for a user of 1M.
+    sqlite-vec keeps a user's vectors in chunks of 1,024 (``memories_vec_chunks``:
+    the partition key, a validity bitmap and the rowids of a chunk;
+    ``memories_vec_vector_chunks00``: its vectors as one float32 blob), so the
+    user's chunks are read whole, in one statement, and unpacked with numpy
+    (then put in rowid order, the ``SELECT``'s).
+    Falls back to the ``SELECT`` when the shadow tables are not the layout
+    this reads (another sqlite-vec version).
+    """
+    layout = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
+                               "('memories_vec_chunks', 'memories_vec_vector_chunks00')").fetchall())
+    if layout.get("memories_vec_chunks") != _CHUNKS_SQL or layout.get("memories_vec_vector_chunks00") != _VECTORS_SQL:
+        rows = conn.execute("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?", (user_id,)).fetchall()
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        return np.array([r[0] for r in rows], dtype=np.int64), matrix
+    ids, parts = [], []
+    for size, validity, rowids, vectors in conn.execute(
+            "SELECT c.size, c.validity, c.rowids, v.vectors FROM memories_vec_chunks c "
+            "JOIN memories_vec_vector_chunks00 v ON v.rowid = c.chunk_id WHERE c.partition00 = ? "
+            "ORDER BY c.chunk_id", (user_id,)):
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool)
+        if not valid.any():
+            continue
+        ids.append(np.frombuffer(rowids, dtype=np.int64, count=size)[valid])
+        parts.append(np.frombuffer(vectors, dtype=np.float32, count=size * dim).reshape(size, dim)[valid])
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    rowids_all, matrix = np.concatenate(ids), np.concatenate(parts)
+    order = np.argsort(rowids_all, kind="stable")  # the SELECT's order (by rowid): ties rank the same
+    return rowids_all[order], matrix[order]
 
 
 def blob(vector: np.ndarray) -> bytes:

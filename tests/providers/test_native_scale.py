@@ -1,0 +1,80 @@
+"""Costs that grow with other users' data (issue 15 part 4): a user's vectors read from their own
+sqlite-vec chunks, BM25 ranked within the user's rowid range; results identical to the plain SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dexai_memory.config import SearchConfig
+from dexai_memory.embeddings import HashingEmbedder
+from dexai_memory.models import Memory, SearchFilters
+from dexai_memory.providers.native import search
+from dexai_memory.providers.native.provider import NativeProvider
+from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
+from dexai_memory.providers.native.vectors import read_user_vectors
+
+WORDS = "cello violin drums bread sourdough bicycle mountain river garden chess pottery sailing".split()
+
+
+def texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=4)) + f" note {seed} {i}" for i in range(n)]
+
+
+async def test_user_vectors_read_from_chunks_match_the_vec0_select(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(32)
+    async with NativeProvider(tmp_path / "m.db", embedder=embedder) as p:
+        # two users interleaved, one past a chunk (1,024 vectors), then deletes and an edit
+        for step in range(3):
+            await p.add_many([Memory(t, user_id="a") for t in texts(500, step)])
+            await p.add_many([Memory(t, user_id="b") for t in texts(40, 10 + step)])
+        gone = await p.list(user_id="a", limit=30)
+        for m in gone[:20]:
+            await p.delete(m.id, user_id="a", hard=True)
+        await p.update(gone[25].id, user_id="a", content="sailing sailing theremin")
+        for user in ("a", "b", "nobody"):
+            rows = await p.db.execute_fetchall("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?",
+                                               (user,))
+            want_ids = np.array([r[0] for r in rows], dtype=np.int64)
+            want = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), 32)
+            ids, matrix = await search._in_connection(p.db, read_user_vectors, user, 32)
+            assert ids.tolist() == want_ids.tolist()
+            assert np.array_equal(matrix, want)
+        assert len(ids) == 0
+        a_ids, _ = await search._in_connection(p.db, read_user_vectors, "a", 32)
+        assert len(a_ids) == 1480
+
+
+async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -> None:
+    async with NativeProvider(tmp_path / "m.db", search=SearchConfig(fusion="bm25", candidates=20)) as p:
+        # "big" is most of the store; "block" owns one contiguous stretch; "spread" is interleaved with "big"
+        await p.add_many([Memory(t, user_id="big", project="x") for t in texts(600, 1)])
+        await p.add_many([Memory(t, user_id="block", project=("p" if i % 3 else "q"))
+                          for i, t in enumerate(texts(300, 2))])
+        for step in range(30):
+            await p.add_many([Memory(t, user_id="big") for t in texts(20, 100 + step)])
+            await p.add(Memory(texts(1, 200 + step)[0], user_id="spread"))
+        assert await search._in_connection(p.db, search._user_rowids, "block") is not None
+        assert await search._in_connection(p.db, search._user_rowids, "spread") is None
+        cases = [("block", SearchFilters()), ("block", SearchFilters(project="q")), ("spread", SearchFilters()),
+                 ("big", SearchFilters()), ("big", SearchFilters(project="x"))]
+        for user, filters in cases:
+            where, params = where_clause(user, filters, for_search=True)
+            for query in ("cello drums", "sourdough bread river", "chess", "sailing mountain garden note"):
+                match = fts_query(query)
+                assert match is not None
+                got = await search._in_connection(p.db, search._bm25_rowids, match, where, params, 20, user)
+                want = [r[0] for r in await p.db.execute_fetchall(*bm25_query("m.rowid", match, where, params, 20))]
+                assert got == want, (user, filters, query)
+                assert got  # every case has hits
+                results = await p.search(query, user_id=user, filters=filters, limit=20)
+                assert {r.memory.user_id for r in results} == {user}
+
+
+async def test_one_user_store_skips_the_range(tmp_path: Path) -> None:
+    async with NativeProvider(tmp_path / "m.db") as p:
+        await p.add_many([Memory(t, user_id="solo") for t in texts(50, 1)])
+        assert await search._in_connection(p.db, search._user_rowids, "solo") is None
+        assert await search._in_connection(p.db, search._user_rowids, "nobody") is None
