@@ -10,7 +10,7 @@ import numpy as np
 from dexai_memory.config import SearchConfig
 from dexai_memory.embeddings import HashingEmbedder
 from dexai_memory.models import Memory, SearchFilters
-from dexai_memory.providers.native import search
+from dexai_memory.providers.native import keywords, search
 from dexai_memory.providers.native.provider import NativeProvider
 from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
 from dexai_memory.providers.native.vectors import read_user_vectors
@@ -78,3 +78,38 @@ async def test_one_user_store_skips_the_range(tmp_path: Path) -> None:
         await p.add_many([Memory(t, user_id="solo") for t in texts(50, 1)])
         assert await search._in_connection(p.db, search._user_rowids, "solo") is None
         assert await search._in_connection(p.db, search._user_rowids, "nobody") is None
+
+
+async def test_bm25_prunes_common_words_only_above_the_threshold(tmp_path: Path) -> None:
+    # "garden" is in every memory, "chess" in 20 of 1,000 (2 %), "kite" in 5
+    items = [Memory(f"garden note {i}" + (" chess" if i % 50 == 0 else "") + (" kite" if i % 200 == 0 else ""),
+                    user_id="u") for i in range(1000)]
+    query = "garden chess kite"
+    exact_cfg = SearchConfig(fusion="bm25", candidates=10, bm25_prune_threshold=0)
+    async with NativeProvider(tmp_path / "m.db", search=exact_cfg) as exact:
+        await exact.add_many(items)
+        want = [r.memory.id for r in await exact.search(query, user_id="u", limit=10)]
+    assert len(want) == 10
+    # below the threshold: the same results as never pruning
+    async with NativeProvider(tmp_path / "m.db", search=SearchConfig(fusion="bm25", candidates=10,
+                                                                       bm25_prune_threshold=1000)) as p:
+        assert [r.memory.id for r in await p.search(query, user_id="u", limit=10)] == want
+    # above it: "garden" (in over 2 % of the rows) is left out; every hit holds a rarer word
+    async with NativeProvider(tmp_path / "m.db", search=SearchConfig(fusion="bm25", candidates=10,
+                                                                       bm25_prune_threshold=500)) as p:
+        assert keywords.prune(p.db._conn, '"garden" OR "chess" OR "kite"', p.term_counts, 500, 10) \
+            == '"chess" OR "kite"'
+        # the kept words must match enough rows, else the query stays whole
+        assert keywords.prune(p.db._conn, '"garden" OR "kite"', p.term_counts, 500, 10) == '"garden" OR "kite"'
+        got = await p.search(query, user_id="u", limit=10)
+        assert len(got) == 10
+        assert all("chess" in r.memory.content for r in got)
+        assert all("kite" in r.memory.content for r in got[:5])  # the memories with both rare words lead
+        # counts are kept until the store grows by a quarter
+        assert p.term_counts.count(p.db._conn, '"chess"') == 20
+        await p.add_many([Memory(f"chess game {i}", user_id="u") for i in range(200)])
+        p.term_counts.rows(p.db._conn)
+        assert p.term_counts.count(p.db._conn, '"chess"') == 20  # 1,200 rows: kept
+        await p.add_many([Memory(f"chess game {i}", user_id="u") for i in range(100)])
+        p.term_counts.rows(p.db._conn)
+        assert p.term_counts.count(p.db._conn, '"chess"') == 320

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ...models import SearchFilters, SearchResult
+from .keywords import prune
 from .schema import SELECT, bm25_query, fts_query, row_to_memory, where_clause
 from .vectors import blob
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from ...config import SearchConfig
     from ...embeddings import Embedder
+    from .keywords import TermCounts
     from .vectors import VectorIndex, Vectors
 
 T = TypeVar("T")
@@ -42,7 +44,7 @@ class _Candidate:
 
 async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Embedder | None, cfg: SearchConfig,
                         query: str, *, user_id: str, filters: SearchFilters | None = None,
-                        limit: int = 10) -> list[SearchResult]:
+                        limit: int = 10, terms: TermCounts | None = None) -> list[SearchResult]:
     """The best ``limit`` memories of ``user_id`` for ``query`` (see the module docstring), best first.
 
     With the in-memory vector index, the SQL runs in two calls of the
@@ -50,6 +52,10 @@ async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Em
     query is embedded in another thread, then the KNN, its filter, the fusion
     and the row fetch. Each call of ``aiosqlite`` is a hand-over between two
     threads; five of them cost more than the SQL at 10k memories.
+
+    With ``terms`` (the store's :class:`~dexai_memory.providers.native.keywords.TermCounts`),
+    a store above ``search.bm25_prune_threshold`` rows leaves the query's
+    common words out of BM25 (:func:`~dexai_memory.providers.native.keywords.prune`).
     """
     if not query or not query.strip() or limit <= 0:
         return []
@@ -66,7 +72,8 @@ async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Em
     match = fts_query(query) if use_bm25 else None
     index = vectors.index if use_vec else None
     try:
-        bm25_ids = await _in_connection(db, _prepare, match, where, params, n, index, user_id)
+        bm25_ids = await _in_connection(db, _prepare, match, where, params, n, index, user_id,
+                                        (terms, cfg.bm25_prune_threshold) if terms is not None else None)
     except BaseException:
         if vec_task is not None:
             vec_task.cancel()
@@ -104,8 +111,9 @@ async def _in_connection(db: aiosqlite.Connection, fn: Callable[..., T], *args: 
 
 
 def _prepare(conn: sqlite3.Connection, match: str | None, where: str, params: Sequence[Any], n: int,
-             index: VectorIndex | None, user_id: str) -> list[int]:
-    """(Connection thread.) Make sure ``index`` holds ``user_id``'s current vectors; the BM25 rowids."""
+             index: VectorIndex | None, user_id: str, pruning: tuple[TermCounts, int] | None = None) -> list[int]:
+    """(Connection thread.) Make sure ``index`` holds ``user_id``'s current vectors; the BM25 rowids
+    (of ``match`` pruned by ``pruning``: the store's word counts and the threshold)."""
     if index is not None:
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version != index.data_version:  # another connection wrote: reload lazily
@@ -113,11 +121,11 @@ def _prepare(conn: sqlite3.Connection, match: str | None, where: str, params: Se
             index.data_version = version
         if not index.loaded(user_id):
             index.load_from(conn, user_id)
-    return _bm25_rowids(conn, match, where, params, n, user_id) if match else []
+    return _bm25_rowids(conn, match, where, params, n, user_id, pruning) if match else []
 
 
 def _bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequence[Any], n: int,
-                 user_id: str) -> list[int]:
+                 user_id: str, pruning: tuple[TermCounts, int] | None = None) -> list[int]:
     """(Connection thread.) The rowids of the best ``n`` BM25 hits passing ``where``, best first.
 
     Ranks the FTS5 table alone, then checks ``where`` on the best few hits:
@@ -133,10 +141,14 @@ def _bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Seque
     user's range costs 5 ms. When the filter still drops most hits (the
     user's memories are spread among others', or a project filter), it joins
     and filters before sorting, which costs in proportion to every match of
-    the store.
+    the store. Outside a user's range, a large store's query is pruned
+    (``pruning``: :func:`~dexai_memory.providers.native.keywords.prune`); a
+    range is at most 200k rows (:data:`_RANGE_SCAN`), ranked whole.
     """
     k = max(n * 4, 64)
     bounds = _user_rowids(conn, user_id)
+    if bounds is None and pruning is not None:
+        match = prune(conn, match, pruning[0], pruning[1], n)
     while True:
         sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
         args: list[Any] = [match]
