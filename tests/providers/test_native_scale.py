@@ -13,7 +13,7 @@ from dexai_memory.models import Memory, SearchFilters
 from dexai_memory.providers.native import keywords, search
 from dexai_memory.providers.native.provider import NativeProvider
 from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
-from dexai_memory.providers.native.vectors import read_user_vectors
+from dexai_memory.providers.native.vectors import VectorIndex, read_user_vectors
 
 WORDS = "cello violin drums bread sourdough bicycle mountain river garden chess pottery sailing".split()
 
@@ -113,3 +113,38 @@ async def test_bm25_prunes_common_words_only_above_the_threshold(tmp_path: Path)
         await p.add_many([Memory(f"chess game {i}", user_id="u") for i in range(100)])
         p.term_counts.rows(p.db._conn)
         assert p.term_counts.count(p.db._conn, '"chess"') == 320
+
+
+def test_vector_index_drops_the_users_searched_least_recently() -> None:
+    index = VectorIndex(4, ann_threshold=0, max_vectors=25)
+    vec = np.array([1, 0, 0, 0], np.float32)
+
+    def load(user: str, n: int) -> None:
+        index.load_arrays(user, np.arange(1, n + 1, dtype=np.int64), np.tile(vec, (n, 1)))
+
+    load("a", 10)
+    load("b", 10)
+    assert index.knn("a", vec, 1)  # "a" is now the most recently searched
+    load("c", 10)  # 30 > 25: "b" goes
+    assert [index.loaded(u) for u in "abc"] == [True, False, True]
+    assert len(index) == 20
+    load("big", 40)  # alone over the bound: kept, every other user dropped
+    assert [index.loaded(u) for u in ("a", "c", "big")] == [False, False, True]
+    unbounded = VectorIndex(4, ann_threshold=0)
+    for user in "xyz":
+        unbounded.load_arrays(user, np.arange(1, 101, dtype=np.int64), np.tile(vec, (100, 1)))
+    assert len(unbounded) == 300
+
+
+async def test_bounded_index_searches_like_an_unbounded_one(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(32)
+    async with NativeProvider(tmp_path / "m.db", embedder=embedder, search=SearchConfig(index_max_vectors=50)) as p, \
+            NativeProvider(tmp_path / "m.db", embedder=embedder) as whole:
+        for user in ("a", "b", "c"):
+            await p.add_many([Memory(t, user_id=user) for t in texts(40, ord(user))])
+        for query in ("cello drums", "river garden", "chess pottery sailing"):
+            for user in ("a", "b", "c", "a"):
+                got = [r.memory.id for r in await p.search(query, user_id=user, limit=10)]
+                assert got == [r.memory.id for r in await whole.search(query, user_id=user, limit=10)]
+                index = p.vectors.index
+                assert index is not None and index.loaded(user) and len(index) <= 50

@@ -69,7 +69,8 @@ class NativeProvider(MemoryProvider):
         #: The file and its connection; a write still finding the database locked after
         #: ``busy_timeout_ms`` is retried for ``busy_retry_seconds``, then fails with StorageError.
         self.database = Database(self.path, busy_timeout_ms=busy_timeout_ms, busy_retry_seconds=busy_retry_seconds)
-        self.vectors = Vectors(self.database, ann_threshold=self.search_config.ann_threshold)
+        self.vectors = Vectors(self.database, ann_threshold=self.search_config.ann_threshold,
+                               max_vectors=self.search_config.index_max_vectors)
         #: Rows matched per query word, for BM25 in a large store (``search.bm25_prune_threshold``).
         self.term_counts = TermCounts()
         self.backup_path: Path | None = None

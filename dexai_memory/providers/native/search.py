@@ -203,6 +203,8 @@ def _passing(conn: sqlite3.Connection, rowids: Sequence[int], where: str, params
 def _index_knn(conn: sqlite3.Connection, index: VectorIndex, vec: np.ndarray, user_id: str, where: str,
                params: Sequence[Any], n: int) -> list[tuple[int, float]]:
     """(Connection thread.) Top ``n`` (rowid, cosine) of ``user_id`` passing ``where``, from the index."""
+    if not index.loaded(user_id):  # dropped since _prepare by another user's load (search.index_max_vectors)
+        index.load_from(conn, user_id)
     k = n * 4
     while True:
         found = index.knn(user_id, vec, k)

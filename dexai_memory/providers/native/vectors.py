@@ -182,10 +182,13 @@ class _UserVectors:
 class VectorIndex:
     """Per-user in-memory vectors (see the module docstring)."""
 
-    def __init__(self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD):
+    def __init__(self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, max_vectors: int = 0):
         self.dim = dim
         #: Users with more vectors are searched through an HNSW graph (0: always exact).
         self.ann_threshold = ann_threshold
+        #: Past this many vectors in memory, the users searched least recently are dropped (0: no limit).
+        self.max_vectors = max_vectors
+        #: Loaded users, least recently searched first.
         self._users: dict[str, _UserVectors] = {}
         #: The ``PRAGMA data_version`` the loaded data matches.
         self.data_version: int | None = None
@@ -204,8 +207,17 @@ class VectorIndex:
         self.load_arrays(user_id, rowids, matrix)
 
     def load_arrays(self, user_id: str, rowids: np.ndarray, matrix: np.ndarray) -> None:
-        """Install a user's vectors: ``matrix[i]`` is the vector of ``rowids[i]``."""
+        """Install a user's vectors: ``matrix[i]`` is the vector of ``rowids[i]``; then drop the
+        users searched least recently while the index holds more than :attr:`max_vectors`."""
+        self._users.pop(user_id, None)
         self._users[user_id] = _UserVectors(self.dim, rowids, matrix)
+        if self.max_vectors:
+            total = len(self)
+            for other in builtins.list(self._users):
+                if total <= self.max_vectors or other == user_id:
+                    break
+                total -= self._users.pop(other).size
+                logger.info("vectors of %s dropped from memory (search.index_max_vectors)", other)
 
     def load_from(self, conn: sqlite3.Connection, user_id: str) -> None:
         """Install ``user_id``'s vectors read from ``memories_vec`` on ``conn`` (see :func:`read_user_vectors`)."""
@@ -233,6 +245,8 @@ class VectorIndex:
         users = self._users.get(user_id)
         if users is None:
             return []
+        if self.max_vectors and next(reversed(self._users)) != user_id:  # most recently searched: last
+            self._users[user_id] = self._users.pop(user_id)
         if self.uses_ann(user_id):
             found = users.ann_knn(query, k)
             if found is not None:
@@ -326,10 +340,12 @@ class Vectors:
     """The vectors of one store (see the module docstring); the embedder is the provider's,
     passed to each call (the pipeline may wrap it in a cache after the store opened)."""
 
-    def __init__(self, database: Database, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD):
+    def __init__(self, database: Database, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, max_vectors: int = 0):
         self.database = database
         #: ``search.ann_threshold``: the size above which a user's KNN uses an ANN graph (0: never).
         self.ann_threshold = ann_threshold
+        #: ``search.index_max_vectors``: the in-memory index's bound (0: none).
+        self.max_vectors = max_vectors
         #: Whether ``memories_vec`` exists and holds the current embedder's vectors.
         self.ready = False
         #: The in-memory mirror of ``memories_vec`` (None: vector search reads ``vec0``).
@@ -356,7 +372,7 @@ class Vectors:
         elif model == embedder.model_id and int(dim or 0) == embedder.dim:
             self.ready = True
         if self.ready and use_index:
-            self.index = VectorIndex(embedder.dim, ann_threshold=self.ann_threshold)
+            self.index = VectorIndex(embedder.dim, ann_threshold=self.ann_threshold, max_vectors=self.max_vectors)
         if not self.ready:
             logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
                            "'dexai memory reembed'", self.database.path, model, embedder.model_id)
