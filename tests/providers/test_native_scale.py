@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dexai_memory.config import SearchConfig
 from dexai_memory.embeddings import HashingEmbedder
 from dexai_memory.models import Memory, SearchFilters
-from dexai_memory.providers.native import keywords, search
+from dexai_memory.providers.native import ann, keywords, search
 from dexai_memory.providers.native.provider import NativeProvider
 from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
 from dexai_memory.providers.native.vectors import VectorIndex, read_user_vectors
@@ -148,3 +149,37 @@ async def test_bounded_index_searches_like_an_unbounded_one(tmp_path: Path) -> N
                 assert got == [r.memory.id for r in await whole.search(query, user_id=user, limit=10)]
                 index = p.vectors.index
                 assert index is not None and index.loaded(user) and len(index) <= 50
+
+
+async def test_ann_graph_is_saved_and_restored_with_the_changes_made_meanwhile(tmp_path: Path) -> None:
+    if not ann.available():  # not importorskip: usearch must load after onnxruntime (see ann's docstring)
+        pytest.skip("usearch is not installed")
+    embedder = HashingEmbedder(64)
+    cfg = SearchConfig(fusion="vector", ann_threshold=100)
+    async with NativeProvider(tmp_path / "m.db", embedder=embedder, search=cfg) as p:
+        added = await p.add_many([Memory(t, user_id="u") for t in texts(400, 1)])
+        await p.search("cello", user_id="u")
+        index = p.vectors.index
+        assert index is not None and index.wait_for_ann("u", timeout=60)
+        saved = index.ann_path("u")
+        assert saved is not None and saved.is_file() and saved.parent == tmp_path / "m.db.ann"
+        assert saved.stat().st_mode & 0o077 == 0
+        assert not index._users["u"].ann_restored
+    # another process writes meanwhile: 30 added, 10 deleted
+    async with NativeProvider(tmp_path / "m.db", embedder=embedder, vector_index=False) as other:
+        fresh = await other.add_many([Memory(t, user_id="u") for t in texts(30, 2)])
+        for m in added[:10]:
+            await other.delete(m.id, user_id="u", hard=True)
+    async with NativeProvider(tmp_path / "m.db", embedder=embedder, search=cfg) as p:
+        await p.search("cello", user_id="u")
+        index = p.vectors.index
+        assert index is not None and index.wait_for_ann("u", timeout=60)
+        users = index._users["u"]
+        assert users.ann_restored and users.ann is not None
+        assert sorted(users.ann.keys().tolist()) == sorted(users.rowids[users.rowids >= 0].tolist())
+        got = await p.search(fresh[0].content, user_id="u", limit=5)
+        assert got[0].memory.id == fresh[0].id
+        assert not {m.id for m in added[:10]} & {r.memory.id for r in await p.search("cello", user_id="u", limit=50)}
+        # a re-embed drops the saved graphs (they hold the old vectors)
+        await p.reembed()
+        assert not (tmp_path / "m.db.ann").exists()

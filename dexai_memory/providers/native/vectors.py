@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import logging
+import shutil
 import threading
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -84,6 +87,8 @@ class _UserVectors:
         #: The HNSW graph once built (see :meth:`build_ann`), and the changes made while it was built.
         self.ann: ann.AnnIndex | None = None
         self.ann_building = False
+        #: Whether the graph was restored from disk rather than built (benchmarks and tests).
+        self.ann_restored = False
         self._ann_log: list[tuple[int, np.ndarray | None]] = []
         self._ann_lock = threading.Lock()
 
@@ -122,20 +127,42 @@ class _UserVectors:
             elif self.ann_building:
                 self._ann_log.append((rowid, None))
 
-    def build_ann(self, dim: int) -> None:
-        """Build the HNSW graph of the current vectors (blocking; run in a thread), then catch up
-        with the changes made meanwhile and publish it."""
+    def build_ann(self, dim: int, saved: Path | None = None) -> None:
+        """Build the HNSW graph of the current vectors (blocking; run in a thread), or restore it
+        from ``saved`` and bring it up to date; then catch up with the changes made meanwhile,
+        publish it, and save it to ``saved`` when it was built or changed."""
         n = self.size
         rowids, matrix = self.rowids[:n].copy(), self.matrix[:n].copy()
         live = rowids >= 0
-        graph = ann.AnnIndex(dim)
+        rowids, matrix = rowids[live], matrix[live]
         try:
-            graph.add(rowids[live], matrix[live], threads=2)
+            graph = ann.AnnIndex.restore(saved, dim) if saved is not None else None
+            changed = True
+            if graph is not None:
+                known = graph.keys()
+                gone = np.setdiff1d(known, rowids, assume_unique=True)
+                new = ~np.isin(rowids, known, assume_unique=True)
+                if len(gone) + int(new.sum()) > len(rowids) // 4:  # mostly other vectors: build afresh
+                    graph = None
+                else:
+                    for rowid in gone.tolist():
+                        graph.remove(rowid)
+                    graph.add(rowids[new], matrix[new], threads=2)
+                    changed = bool(len(gone) or new.any())
+                    self.ann_restored = True
+            if graph is None:
+                graph = ann.AnnIndex(dim)
+                graph.add(rowids, matrix, threads=2)
         except Exception:
             logger.exception("building the ANN index failed: searches stay exact")
             with self._ann_lock:
                 self._ann_log.clear()
             return
+        if saved is not None and changed:
+            try:
+                graph.save(saved)
+            except Exception:  # noqa: BLE001 - the graph works without its copy on disk
+                logger.warning("could not save the ANN index to %s", saved, exc_info=True)
         with self._ann_lock:
             for rowid, vec in self._ann_log:
                 if vec is None:
@@ -182,8 +209,11 @@ class _UserVectors:
 class VectorIndex:
     """Per-user in-memory vectors (see the module docstring)."""
 
-    def __init__(self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, max_vectors: int = 0):
+    def __init__(self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, max_vectors: int = 0,
+                 ann_dir: Path | None = None):
         self.dim = dim
+        #: Where users' HNSW graphs are saved and restored from (None: rebuilt in each process).
+        self.ann_dir = ann_dir
         #: Users with more vectors are searched through an HNSW graph (0: always exact).
         self.ann_threshold = ann_threshold
         #: Past this many vectors in memory, the users searched least recently are dropped (0: no limit).
@@ -261,9 +291,15 @@ class VectorIndex:
             return False
         if users.ann is None and not users.ann_building and ann.available():
             users.ann_building = True
-            threading.Thread(target=users.build_ann, args=(self.dim,), name=f"ann-build-{user_id[:20]}",
-                             daemon=True).start()
+            threading.Thread(target=users.build_ann, args=(self.dim, self.ann_path(user_id)),
+                             name=f"ann-build-{user_id[:20]}", daemon=True).start()
         return users.ann is not None
+
+    def ann_path(self, user_id: str) -> Path | None:
+        """The file of ``user_id``'s saved graph (named by a hash of the id), None without :attr:`ann_dir`."""
+        if self.ann_dir is None:
+            return None
+        return self.ann_dir / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.usearch"
 
     def wait_for_ann(self, user_id: str, timeout: float = 600.0) -> bool:
         """Block until ``user_id``'s ANN graph is built (benchmarks and tests); whether it is."""
@@ -346,6 +382,8 @@ class Vectors:
         self.ann_threshold = ann_threshold
         #: ``search.index_max_vectors``: the in-memory index's bound (0: none).
         self.max_vectors = max_vectors
+        #: Saved HNSW graphs (:mod:`.ann`), beside the database file.
+        self.ann_dir = database.path.with_name(database.path.name + ".ann")
         #: Whether ``memories_vec`` exists and holds the current embedder's vectors.
         self.ready = False
         #: The in-memory mirror of ``memories_vec`` (None: vector search reads ``vec0``).
@@ -372,7 +410,8 @@ class Vectors:
         elif model == embedder.model_id and int(dim or 0) == embedder.dim:
             self.ready = True
         if self.ready and use_index:
-            self.index = VectorIndex(embedder.dim, ann_threshold=self.ann_threshold, max_vectors=self.max_vectors)
+            self.index = VectorIndex(embedder.dim, ann_threshold=self.ann_threshold, max_vectors=self.max_vectors,
+                                     ann_dir=self.ann_dir)
         if not self.ready:
             logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
                            "'dexai memory reembed'", self.database.path, model, embedder.model_id)
@@ -459,6 +498,7 @@ class Vectors:
         await self.database.write("DROP TABLE IF EXISTS memories_vec")
         if self.index is not None:
             self.index.clear()
+        shutil.rmtree(self.ann_dir, ignore_errors=True)  # graphs of the old vectors
         await self.database.write("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
         await self.setup(embedder, use_index=use_index)
         async with self.database.conn.execute("SELECT rowid, user_id, content FROM memories WHERE deleted = 0") as cur:
