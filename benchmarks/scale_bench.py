@@ -165,10 +165,38 @@ async def measure(n: int, users: int, ann_threshold: int | None, db: Path | None
             for m in fresh:
                 await provider.add(Memory(content=m.content, user_id=m.user_id, type=m.type))
             out["add_one_at_a_time_per_s"] = round(len(fresh) / (time.perf_counter() - t0), 1)
+        if n * users > settings.search.bm25_prune_threshold > 0:
+            out["bm25_pruning"] = await pruning_effect(home / "memory.db", names[0], prompts, settings.search)
         out["peer_bm25s"] = bm25s_peer(home / "memory.db", names[0], prompts)
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def pruning_effect(db: Path, user: str, prompts: Sequence[str], search: Any) -> dict[str, Any]:
+    """BM25 alone (the top ``search.candidates``, what enters the fusion) with the store's common words
+    left out (``search.bm25_prune_threshold``) and without: latency of each, and how many of the
+    exact hits the pruned query keeps (mean share, top 10 and all)."""
+    import dataclasses
+
+    from dexai_memory.providers.native import NativeProvider
+
+    runs: dict[str, Any] = {}
+    for name, threshold in (("exact", 0), ("pruned", search.bm25_prune_threshold)):
+        cfg = dataclasses.replace(search, fusion="bm25", bm25_prune_threshold=threshold)
+        async with NativeProvider(db, search=cfg) as provider:
+            lat, hits = [], []
+            for q in prompts:
+                t0 = time.perf_counter()
+                found = await provider.search(q, user_id=user, limit=search.candidates)
+                lat.append((time.perf_counter() - t0) * 1000)
+                hits.append([r.memory.id for r in found])
+            runs[name] = (latency_stats(lat), hits)
+    shares = [(len(set(p) & set(e)) / len(e), len(set(p[:10]) & set(e[:10])) / len(e[:10]))
+              for p, e in zip(runs["pruned"][1], runs["exact"][1], strict=True) if e]
+    return {"exact": runs["exact"][0], "pruned": runs["pruned"][0],
+            "kept_of_exact_top": round(sum(a for a, _ in shares) / len(shares), 3),
+            "kept_of_exact_top10": round(sum(b for _, b in shares) / len(shares), 3)}
 
 
 def bm25s_peer(db: Path, user: str, prompts: Sequence[str]) -> dict[str, Any]:
