@@ -354,8 +354,11 @@ def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple
     if not ids:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
     rowids_all, matrix = np.concatenate(ids), np.concatenate(parts)
-    order = np.argsort(rowids_all, kind="stable")  # the SELECT's order (by rowid): ties rank the same
-    return rowids_all[order], matrix[order]
+    del ids, parts
+    if len(rowids_all) > 1 and bool((np.diff(rowids_all) < 0).any()):  # the SELECT's order: ties rank the same
+        order = np.argsort(rowids_all, kind="stable")
+        return rowids_all[order], matrix[order]
+    return rowids_all, matrix
 
 
 def blob(vector: np.ndarray) -> bytes:
