@@ -11,9 +11,15 @@ Each size runs in a fresh subprocess (so its memory figure is its own):
   (the daemon's warm path) is measured too;
 * **recall latency**: ``auto_recall`` (what UserPromptSubmit injects, through
   the same code as the hooks: hybrid search, ranking, block) for 100 cold-start
-  prompts of the user (of random users for the multi-user store), with the real
-  MiniLM query embedding, after the ANN graph (above ``search.ann_threshold``)
-  is built; the graph's build time is reported;
+  prompts of the user (of random users among the first 10 for the multi-user
+  store), with the real MiniLM query embedding, after the ANN graph (above
+  ``search.ann_threshold``) is built; the graph's build time is reported, and
+  whether it was restored from the copy an earlier run saved (kept beside the
+  cached store, ``<store>.db.ann``); the **first recall** of the user (reading
+  their vectors) and, for many users, of every other user (all of them are
+  loaded before the memory figure);
+* above ``search.bm25_prune_threshold``: BM25 alone with and without the
+  store's common words (latency, share of the exact top hits kept);
 * **ANN recall@10** against exact KNN on the same vectors and queries, where the
   graph is used (and on the real MiniLM vectors of the 10k search_bench store,
   with the threshold forced to 0, so the graph's quality is measured on real data);
