@@ -11,8 +11,9 @@ import pytest
 from dexai_memory.config import SearchConfig
 from dexai_memory.embeddings import HashingEmbedder
 from dexai_memory.models import Memory, SearchFilters
-from dexai_memory.providers.native import ann, keywords, search
+from dexai_memory.providers.native import ann, bm25, keywords, search
 from dexai_memory.providers.native.provider import NativeProvider
+from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
 from dexai_memory.providers.native.vectors import VectorIndex, read_user_vectors
 
@@ -57,8 +58,8 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
         for step in range(30):
             await p.add_many([Memory(t, user_id="big") for t in texts(20, 100 + step)])
             await p.add(Memory(texts(1, 200 + step)[0], user_id="spread"))
-        assert await search._in_connection(p.db, search._user_rowids, "block") is not None
-        assert await search._in_connection(p.db, search._user_rowids, "spread") is None
+        assert await search._in_connection(p.db, bm25.user_rowids, "block") is not None
+        assert await search._in_connection(p.db, bm25.user_rowids, "spread") is None
         cases = [("block", SearchFilters()), ("block", SearchFilters(project="q")), ("spread", SearchFilters()),
                  ("big", SearchFilters()), ("big", SearchFilters(project="x"))]
         for user, filters in cases:
@@ -66,19 +67,24 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
             for query in ("cello drums", "sourdough bread river", "chess", "sailing mountain garden note"):
                 match = fts_query(query)
                 assert match is not None
-                got = await search._in_connection(p.db, search._bm25_rowids, match, where, params, 20, user)
+                got = await search._in_connection(p.db, bm25.bm25_rowids, match, where, params, 20, user)
                 want = [r[0] for r in await p.db.execute_fetchall(*bm25_query("m.rowid", match, where, params, 20))]
                 assert got == want, (user, filters, query)
                 assert got  # every case has hits
                 results = await p.search(query, user_id=user, filters=filters, limit=20)
                 assert {r.memory.user_id for r in results} == {user}
+                # the command hook's reader: the same rows in the same order
+                with SqliteReader(tmp_path / "m.db") as reader:
+                    read = await reader.search(query, user_id=user, filters=filters, limit=20)
+                rowids = {m: r for r, m in await p.db.execute_fetchall("SELECT rowid, id FROM memories")}
+                assert [rowids[r.memory.id] for r in read] == want
 
 
 async def test_one_user_store_skips_the_range(tmp_path: Path) -> None:
     async with NativeProvider(tmp_path / "m.db") as p:
         await p.add_many([Memory(t, user_id="solo") for t in texts(50, 1)])
-        assert await search._in_connection(p.db, search._user_rowids, "solo") is None
-        assert await search._in_connection(p.db, search._user_rowids, "nobody") is None
+        assert await search._in_connection(p.db, bm25.user_rowids, "solo") is None
+        assert await search._in_connection(p.db, bm25.user_rowids, "nobody") is None
 
 
 async def test_bm25_prunes_common_words_only_above_the_threshold(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ...models import SearchFilters, SearchResult
-from .keywords import prune
-from .schema import SELECT, bm25_query, fts_query, row_to_memory, where_clause
+from .bm25 import bm25_rowids, passing
+from .schema import SELECT, fts_query, row_to_memory, where_clause
 from .vectors import blob
 
 if TYPE_CHECKING:
@@ -121,83 +121,7 @@ def _prepare(conn: sqlite3.Connection, match: str | None, where: str, params: Se
             index.data_version = version
         if not index.loaded(user_id):
             index.load_from(conn, user_id)
-    return _bm25_rowids(conn, match, where, params, n, user_id, pruning) if match else []
-
-
-def _bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequence[Any], n: int,
-                 user_id: str, pruning: tuple[TermCounts, int] | None = None) -> list[int]:
-    """(Connection thread.) The rowids of the best ``n`` BM25 hits passing ``where``, best first.
-
-    Ranks the FTS5 table alone, then checks ``where`` on the best few hits:
-    joining every match with ``memories`` before sorting cost twice as much
-    at 100k memories (a common word matches thousands of rows). The same
-    rows as :func:`~dexai_memory.providers.native.schema.bm25_query`, in the
-    same order; when the filter drops some, it looks further down.
-
-    In a store of several users, FTS5 is ranked within the rowid range of
-    ``user_id``'s memories (:func:`_user_rowids`) when the user owns most of
-    that range (same rows: the others are filtered out anyway): in a store of
-    100 users x 10k, ranking every user's matches cost 80-300 ms where the
-    user's range costs 5 ms. When the filter still drops most hits (the
-    user's memories are spread among others', or a project filter), it joins
-    and filters before sorting, which costs in proportion to every match of
-    the store. Outside a user's range, a large store's query is pruned
-    (``pruning``: :func:`~dexai_memory.providers.native.keywords.prune`); a
-    range is at most 200k rows (:data:`_RANGE_SCAN`), ranked whole.
-    """
-    k = max(n * 4, 64)
-    bounds = _user_rowids(conn, user_id)
-    if bounds is None and pruning is not None:
-        match = prune(conn, match, pruning[0], pruning[1], n)
-    while True:
-        sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
-        args: list[Any] = [match]
-        if bounds is not None:
-            sql += " AND rowid BETWEEN ? AND ?"
-            args += list(bounds)
-        ranked = [r[0] for r in conn.execute(sql + " ORDER BY bm25(memories_fts) LIMIT ?", (*args, k))]
-        if not ranked:
-            return []
-        keep = _passing(conn, ranked, where, params)
-        hits = [r for r in ranked if r in keep]
-        if len(hits) >= n or len(ranked) < k:
-            return hits[:n]
-        if 2 * len(hits) < len(ranked) or k >= 16_384:
-            # a selective filter (a store of many users, a project): join and filter before sorting
-            return [r[0] for r in conn.execute(*bm25_query("m.rowid", match, where, params, n))]
-        k *= 4
-
-
-#: :func:`_user_rowids` reads at most this many index entries (a larger user is no small part of the store).
-_RANGE_SCAN = 100_000
-
-
-def _user_rowids(conn: sqlite3.Connection, user_id: str) -> tuple[int, int] | None:
-    """(Connection thread.) The smallest and largest rowid of ``user_id``'s memories, when others
-    have memories too (two index probes), the user at most :data:`_RANGE_SCAN` and at least half of
-    the rows between the two; else None (ranking the whole FTS5 table costs the same)."""
-    first = conn.execute("SELECT user_id FROM memories INDEXED BY ix_memories_user ORDER BY user_id LIMIT 1").fetchone()
-    last = conn.execute("SELECT user_id FROM memories INDEXED BY ix_memories_user ORDER BY user_id DESC LIMIT 1"
-                        ).fetchone()
-    if first is None or first[0] == last[0]:
-        return None
-    lo, hi, count = conn.execute(
-        "SELECT min(r), max(r), count(*) FROM (SELECT rowid AS r FROM memories INDEXED BY ix_memories_user "
-        "WHERE user_id = ? LIMIT ?)", (user_id, _RANGE_SCAN)).fetchone()
-    if not count or count >= _RANGE_SCAN or 2 * count < hi - lo + 1:
-        return None
-    return int(lo), int(hi)
-
-
-def _passing(conn: sqlite3.Connection, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
-    """(Connection thread.) Those of ``rowids`` whose memory passes ``where``.
-
-    ``NOT INDEXED``: by rowid, never through the user index, which SQLite otherwise picks and
-    which reads every memory of the user (19 ms at 100k memories instead of 0.3 ms).
-    """
-    return {r[0] for r in conn.execute(
-        f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
-        [*rowids, *params])}
+    return bm25_rowids(conn, match, where, params, n, user_id, pruning) if match else []
 
 
 def _index_knn(conn: sqlite3.Connection, index: VectorIndex, vec: np.ndarray, user_id: str, where: str,
@@ -210,7 +134,7 @@ def _index_knn(conn: sqlite3.Connection, index: VectorIndex, vec: np.ndarray, us
         found = index.knn(user_id, vec, k)
         if not found:
             return []
-        keep = _passing(conn, [r for r, _ in found], where, params)
+        keep = passing(conn, [r for r, _ in found], where, params)
         hits = [(r, s) for r, s in found if r in keep]
         # filters removed too many: look further down the ranking (bounded)
         if len(hits) >= n or len(found) < k or k >= 16_384:
