@@ -58,7 +58,10 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
         for step in range(30):
             await p.add_many([Memory(t, user_id="big") for t in texts(20, 100 + step)])
             await p.add(Memory(texts(1, 200 + step)[0], user_id="spread"))
-        assert await search._in_connection(p.db, bm25.user_rowids, "block") is not None
+        # "block" adds a few later: a second range
+        await p.add_many([Memory(t, user_id="block", project="q") for t in texts(30, 300)])
+        ranges = await search._in_connection(p.db, bm25.user_rowids, "block")
+        assert ranges is not None and len(ranges) == 2
         assert await search._in_connection(p.db, bm25.user_rowids, "spread") is None
         cases = [("block", SearchFilters()), ("block", SearchFilters(project="q")), ("spread", SearchFilters()),
                  ("big", SearchFilters()), ("big", SearchFilters(project="x"))]

@@ -30,11 +30,11 @@ def bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequen
     rows as :func:`~dexai_memory.providers.native.schema.bm25_query`, in the
     same order; when the filter drops some, it looks further down.
 
-    In a store of several users, FTS5 is ranked within the rowid range of
-    ``user_id``'s memories (:func:`user_rowids`) when the user owns most of
-    that range (same rows: the others are filtered out anyway): in a store of
-    100 users x 10k, ranking every user's matches cost 80-300 ms where the
-    user's range costs 5 ms. When the filter still drops most hits (the
+    In a store of several users, FTS5 is ranked within the rowid ranges of
+    ``user_id``'s memories (:func:`user_rowids`, at most four) when the user
+    owns most of them (same rows: the others are filtered out anyway): in a
+    store of 100 users x 10k, ranking every user's matches cost 80-300 ms
+    where the user's range costs 5 ms. When the filter still drops most hits (the
     user's memories are spread among others', or a project filter), it joins
     and filters before sorting, which costs in proportion to every match of
     the store. Outside a user's range, a large store's query is pruned
@@ -42,16 +42,11 @@ def bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequen
     range is at most 200k rows (:data:`_RANGE_SCAN`), ranked whole.
     """
     k = max(n * 4, 64)
-    bounds = user_rowids(conn, user_id)
-    if bounds is None and pruning is not None:
+    ranges = user_rowids(conn, user_id)
+    if ranges is None and pruning is not None:
         match = prune(conn, match, pruning[0], pruning[1], n)
     while True:
-        sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
-        args: list[Any] = [match]
-        if bounds is not None:
-            sql += " AND rowid BETWEEN ? AND ?"
-            args += list(bounds)
-        ranked = [r[0] for r in conn.execute(sql + " ORDER BY bm25(memories_fts) LIMIT ?", (*args, k))]
+        ranked = _ranked(conn, match, ranges, k)
         if not ranked:
             return []
         keep = passing(conn, ranked, where, params)
@@ -64,25 +59,45 @@ def bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequen
         k *= 4
 
 
+def _ranked(conn: sqlite3.Connection, match: str, ranges: list[tuple[int, int]] | None, k: int) -> list[int]:
+    """The best ``k`` FTS5 hits of ``match`` (within ``ranges`` of rowids if given), best first."""
+    sql = "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?"
+    if ranges is None:
+        return [r[0] for r in conn.execute(sql + " ORDER BY bm25(memories_fts) LIMIT ?", (match, k))]
+    scored: list[tuple[float, int]] = []
+    for lo, hi in ranges:  # BM25 scores are the same in each query (IDF over the whole table): merged
+        scored += [(r[1], r[0]) for r in conn.execute(
+            sql + " AND rowid BETWEEN ? AND ? ORDER BY bm25(memories_fts) LIMIT ?", (match, lo, hi, k))]
+    scored.sort()
+    return [rowid for _, rowid in scored[:k]]
+
+
 #: :func:`user_rowids` reads at most this many index entries (a larger user is no small part of the store).
 _RANGE_SCAN = 100_000
+#: ... and splits them into at most this many runs (each one an FTS5 query: ~5 ms at 1M rows).
+_MAX_RUNS = 4
 
 
-def user_rowids(conn: sqlite3.Connection, user_id: str) -> tuple[int, int] | None:
-    """(Connection thread.) The smallest and largest rowid of ``user_id``'s memories, when others
-    have memories too (two index probes), the user at most :data:`_RANGE_SCAN` and at least half of
-    the rows between the two; else None (ranking the whole FTS5 table costs the same)."""
+def user_rowids(conn: sqlite3.Connection, user_id: str) -> list[tuple[int, int]] | None:
+    """(Connection thread.) Up to :data:`_MAX_RUNS` rowid ranges holding all of ``user_id``'s memories,
+    when others have memories too (two index probes), the user at most :data:`_RANGE_SCAN` and at
+    least half of the rows in the ranges (split at the widest gaps between the user's rowids);
+    else None (ranking the whole FTS5 table costs the same)."""
     first = conn.execute("SELECT user_id FROM memories INDEXED BY ix_memories_user ORDER BY user_id LIMIT 1").fetchone()
     last = conn.execute("SELECT user_id FROM memories INDEXED BY ix_memories_user ORDER BY user_id DESC LIMIT 1"
                         ).fetchone()
     if first is None or first[0] == last[0]:
         return None
-    lo, hi, count = conn.execute(
-        "SELECT min(r), max(r), count(*) FROM (SELECT rowid AS r FROM memories INDEXED BY ix_memories_user "
-        "WHERE user_id = ? LIMIT ?)", (user_id, _RANGE_SCAN)).fetchone()
-    if not count or count >= _RANGE_SCAN or 2 * count < hi - lo + 1:
+    rowids = sorted(r[0] for r in conn.execute(
+        "SELECT rowid FROM memories INDEXED BY ix_memories_user WHERE user_id = ? LIMIT ?", (user_id, _RANGE_SCAN)))
+    if not rowids or len(rowids) >= _RANGE_SCAN:
         return None
-    return int(lo), int(hi)
+    gaps = sorted(range(1, len(rowids)), key=lambda i: rowids[i] - rowids[i - 1], reverse=True)[:_MAX_RUNS - 1]
+    cuts = [0, *sorted(i for i in gaps if rowids[i] - rowids[i - 1] > 1), len(rowids)]
+    ranges = [(rowids[a], rowids[b - 1]) for a, b in zip(cuts, cuts[1:], strict=False)]
+    if 2 * len(rowids) < sum(hi - lo + 1 for lo, hi in ranges):
+        return None
+    return ranges
 
 
 def passing(conn: sqlite3.Connection, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
