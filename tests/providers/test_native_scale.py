@@ -174,11 +174,11 @@ async def test_ann_graph_is_saved_and_restored_with_the_changes_made_meanwhile(t
         assert saved is not None and saved.is_file() and saved.parent == tmp_path / "m.db.ann"
         assert saved.stat().st_mode & 0o077 == 0
         assert not index._users["u"].ann_restored
-    # another process writes meanwhile: 30 added, 10 deleted
+    # another process writes meanwhile: 30 added, 10 forgotten (soft: their vectors stay)
     async with NativeProvider(tmp_path / "m.db", embedder=embedder, vector_index=False) as other:
         fresh = await other.add_many([Memory(t, user_id="u") for t in texts(30, 2)])
         for m in added[:10]:
-            await other.delete(m.id, user_id="u", hard=True)
+            await other.delete(m.id, user_id="u")
     async with NativeProvider(tmp_path / "m.db", embedder=embedder, search=cfg) as p:
         await p.search("cello", user_id="u")
         index = p.vectors.index
@@ -189,6 +189,37 @@ async def test_ann_graph_is_saved_and_restored_with_the_changes_made_meanwhile(t
         got = await p.search(fresh[0].content, user_id="u", limit=5)
         assert got[0].memory.id == fresh[0].id
         assert not {m.id for m in added[:10]} & {r.memory.id for r in await p.search("cello", user_id="u", limit=50)}
+        # a hard delete or a content edit drops the saved graph (it must not keep the old vector)
+        assert saved.is_file()
+        await p.delete(added[20].id, user_id="u", hard=True)
+        assert not saved.exists()
         # a re-embed drops the saved graphs (they hold the old vectors)
         await p.reembed()
         assert not (tmp_path / "m.db.ann").exists()
+
+
+def test_restored_graph_drops_rowids_gone_and_adds_new_ones(tmp_path: Path) -> None:
+    if not ann.available():
+        pytest.skip("usearch is not installed")
+    from dexai_memory.providers.native.vectors import _UserVectors
+
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((230, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    saved = tmp_path / "g.usearch"
+    graph = ann.AnnIndex(16)
+    graph.add(np.arange(1, 201), vecs[:200])
+    graph.save(saved)
+    # rows 151-200 are gone, 201-220 are new: 70 changes of 170, under a quarter would rebuild
+    live = np.r_[np.arange(1, 151), np.arange(201, 221)]
+    users = _UserVectors(16, live, vecs[live - 1])
+    users.build_ann(16, saved)
+    assert users.ann is not None
+    assert not users.ann_restored  # over a quarter changed: built afresh
+    users = _UserVectors(16, np.arange(1, 196), vecs[:195])  # 5 gone of 200
+    graph.save(saved)
+    users.build_ann(16, saved)
+    assert users.ann_restored and users.ann is not None
+    assert sorted(users.ann.keys().tolist()) == list(range(1, 196))
+    found = users.ann_knn(vecs[10], 5)
+    assert found is not None and found[0][0] == 11

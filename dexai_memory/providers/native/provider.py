@@ -222,6 +222,7 @@ class NativeProvider(MemoryProvider):
                                  (rowid, user_id, blob(vec[0])))
             elif self.vectors.deferring and self._embeds(updated):
                 await db.execute("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)", (rowid,))
+        self.vectors.forget_saved_graph(user_id)
         index = self.vectors.index
         if index is not None and rowid is not None:
             if vec is not None:
@@ -251,6 +252,7 @@ class NativeProvider(MemoryProvider):
             if self.vectors.ready:
                 await db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
             await db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?", (memory_id, user_id))
+        self.vectors.forget_saved_graph(user_id)
         if self.vectors.index is not None:
             self.vectors.index.remove(user_id, rowid)
         return True

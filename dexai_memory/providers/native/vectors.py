@@ -169,6 +169,8 @@ class _UserVectors:
                     graph.remove(rowid)
                 else:
                     graph.add(np.array([rowid], dtype=np.int64), vec[None, :])
+            if saved is not None and self._ann_log:  # the copy on disk still holds what changed meanwhile
+                saved.unlink(missing_ok=True)
             self._ann_log.clear()
             self.ann = graph
             self.ann_building = False
@@ -296,10 +298,8 @@ class VectorIndex:
         return users.ann is not None
 
     def ann_path(self, user_id: str) -> Path | None:
-        """The file of ``user_id``'s saved graph (named by a hash of the id), None without :attr:`ann_dir`."""
-        if self.ann_dir is None:
-            return None
-        return self.ann_dir / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.usearch"
+        """The file of ``user_id``'s saved graph (see :func:`saved_graph`), None without :attr:`ann_dir`."""
+        return None if self.ann_dir is None else saved_graph(self.ann_dir, user_id)
 
     def wait_for_ann(self, user_id: str, timeout: float = 600.0) -> bool:
         """Block until ``user_id``'s ANN graph is built (benchmarks and tests); whether it is."""
@@ -361,6 +361,11 @@ def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple
     return rowids_all, matrix
 
 
+def saved_graph(ann_dir: Path, user_id: str) -> Path:
+    """The file of ``user_id``'s saved HNSW graph in ``ann_dir`` (named by a hash of the id)."""
+    return ann_dir / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.usearch"
+
+
 def blob(vector: np.ndarray) -> bytes:
     """A vector as ``vec0`` stores it (float32 bytes)."""
     return vector.astype(np.float32).tobytes()
@@ -418,6 +423,11 @@ class Vectors:
         if not self.ready:
             logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
                            "'dexai memory reembed'", self.database.path, model, embedder.model_id)
+
+    def forget_saved_graph(self, user_id: str) -> None:
+        """Delete ``user_id``'s saved HNSW graph (a vector was deleted or re-made: the copy on disk
+        must not keep it; the graph is saved again at its next build)."""
+        saved_graph(self.ann_dir, user_id).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ deferred vectors
     @contextlib.asynccontextmanager
