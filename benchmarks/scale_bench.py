@@ -11,9 +11,15 @@ Each size runs in a fresh subprocess (so its memory figure is its own):
   (the daemon's warm path) is measured too;
 * **recall latency**: ``auto_recall`` (what UserPromptSubmit injects, through
   the same code as the hooks: hybrid search, ranking, block) for 100 cold-start
-  prompts of the user (of random users for the multi-user store), with the real
-  MiniLM query embedding, after the ANN graph (above ``search.ann_threshold``)
-  is built; the graph's build time is reported;
+  prompts of the user (of random users among the first 10 for the multi-user
+  store), with the real MiniLM query embedding, after the ANN graph (above
+  ``search.ann_threshold``) is built; the graph's build time is reported, and
+  whether it was restored from the copy an earlier run saved (kept beside the
+  cached store, ``<store>.db.ann``); the **first recall** of the user (reading
+  their vectors) and, for many users, of every other user (all of them are
+  loaded before the memory figure);
+* above ``search.bm25_prune_threshold``: BM25 alone with and without the
+  store's common words (latency, share of the exact top hits kept);
 * **ANN recall@10** against exact KNN on the same vectors and queries, where the
   graph is used (and on the real MiniLM vectors of the 10k search_bench store,
   with the threshold forced to 0, so the graph's quality is measured on real data);
@@ -101,6 +107,9 @@ async def measure(n: int, users: int, ann_threshold: int | None, db: Path | None
         home = tmp / "home"
         home.mkdir()
         shutil.copy2(db, home / "memory.db")
+        graphs = db.with_name(db.name + ".ann")  # HNSW graphs saved by an earlier run of this store
+        if graphs.is_dir():
+            shutil.copytree(graphs, home / "memory.db.ann")
         settings = load_settings(home=home)
         if ann_threshold is not None:
             settings = dataclasses.replace(settings, search=dataclasses.replace(settings.search,
@@ -119,14 +128,19 @@ async def measure(n: int, users: int, ann_threshold: int | None, db: Path | None
             out["first_recall_ms"] = round((time.perf_counter() - t0) * 1000, 1)
             t0 = time.perf_counter()
             ann_ready = index.uses_ann(names[0]) or index.wait_for_ann(names[0])
-            out["ann"] = {"used": ann_ready, "build_seconds": round(time.perf_counter() - t0, 1) if ann_ready else None}
+            out["ann"] = {"used": ann_ready, "build_seconds": round(time.perf_counter() - t0, 1) if ann_ready else None,
+                          "restored_from_disk": ann_ready and index._users[names[0]].ann_restored}
+            if ann_ready and not graphs.is_dir() and (home / "memory.db.ann").is_dir():
+                shutil.copytree(home / "memory.db.ann", graphs)  # the next run restores it
             for q in prompts[:5]:
                 await auto_recall(provider, names[0], q, [], settings)
-            lat, cpu = [], []
+            lat, cpu, firsts = [], [], []
             for q in prompts:
                 user = names[0] if users == 1 else rng.choice(names[: min(len(names), 10)])
                 if users > 1 and not index.loaded(user):
+                    t0 = time.perf_counter()
                     await auto_recall(provider, user, q, [], settings)  # first query of a user loads it
+                    firsts.append((time.perf_counter() - t0) * 1000)
                     index.uses_ann(user) or index.wait_for_ann(user)
                 c0, t0 = time.process_time(), time.perf_counter()
                 await auto_recall(provider, user, q, [], settings)
@@ -134,6 +148,14 @@ async def measure(n: int, users: int, ann_threshold: int | None, db: Path | None
                 cpu.append((time.process_time() - c0) * 1000)
             out["recall"] = {**latency_stats(lat), "cpu_p50_ms": latency_stats(cpu)["p50_ms"],
                              "cpu_p95_ms": latency_stats(cpu)["p95_ms"]}
+            if users > 1:  # every other user's first recall (loading their vectors): all loaded at the end
+                for i, user in enumerate(names):
+                    if not index.loaded(user):
+                        t0 = time.perf_counter()
+                        await auto_recall(provider, user, prompts[i % len(prompts)], [], settings)
+                        firsts.append((time.perf_counter() - t0) * 1000)
+                out["first_recall_other_users"] = latency_stats(firsts)
+                out["users_loaded"] = sum(index.loaded(u) for u in names)
             qv = embedder.embed_batch(prompts[:50])
             stand = StandInEmbedder()
             out["ann"]["recall_at_10_vs_exact_query_vectors"] = recall_at_10(index, names[0], qv)
@@ -149,10 +171,38 @@ async def measure(n: int, users: int, ann_threshold: int | None, db: Path | None
             for m in fresh:
                 await provider.add(Memory(content=m.content, user_id=m.user_id, type=m.type))
             out["add_one_at_a_time_per_s"] = round(len(fresh) / (time.perf_counter() - t0), 1)
+        if n * users > settings.search.bm25_prune_threshold > 0:
+            out["bm25_pruning"] = await pruning_effect(home / "memory.db", names[0], prompts, settings.search)
         out["peer_bm25s"] = bm25s_peer(home / "memory.db", names[0], prompts)
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def pruning_effect(db: Path, user: str, prompts: Sequence[str], search: Any) -> dict[str, Any]:
+    """BM25 alone (the top ``search.candidates``, what enters the fusion) with the store's common words
+    left out (``search.bm25_prune_threshold``) and without: latency of each, and how many of the
+    exact hits the pruned query keeps (mean share, top 10 and all)."""
+    import dataclasses
+
+    from dexai_memory.providers.native import NativeProvider
+
+    runs: dict[str, Any] = {}
+    for name, threshold in (("exact", 0), ("pruned", search.bm25_prune_threshold)):
+        cfg = dataclasses.replace(search, fusion="bm25", bm25_prune_threshold=threshold)
+        async with NativeProvider(db, search=cfg) as provider:
+            lat, hits = [], []
+            for q in prompts:
+                t0 = time.perf_counter()
+                found = await provider.search(q, user_id=user, limit=search.candidates)
+                lat.append((time.perf_counter() - t0) * 1000)
+                hits.append([r.memory.id for r in found])
+            runs[name] = (latency_stats(lat), hits)
+    shares = [(len(set(p) & set(e)) / len(e), len(set(p[:10]) & set(e[:10])) / len(e[:10]))
+              for p, e in zip(runs["pruned"][1], runs["exact"][1], strict=True) if e]
+    return {"exact": runs["exact"][0], "pruned": runs["pruned"][0],
+            "kept_of_exact_top": round(sum(a for a, _ in shares) / len(shares), 3),
+            "kept_of_exact_top10": round(sum(b for _, b in shares) / len(shares), 3)}
 
 
 def bm25s_peer(db: Path, user: str, prompts: Sequence[str]) -> dict[str, Any]:

@@ -110,6 +110,14 @@ class SearchConfig:
     #: usearch is installed (``pip install dexai-memory[ann]``), its candidates rescored exactly;
     #: at or below it, vector search is exact. 0 = always exact.
     ann_threshold: int = field(default=20_000, metadata=_check(0, 1_000_000_000))
+    #: A store with more rows than this leaves the query's common words (in over 2 % of the rows)
+    #: out of BM25 while a rarer one remains, so a search does not rank every match of a common
+    #: word (native provider); at or below it, BM25 ranks every match. 0 = never.
+    bm25_prune_threshold: int = field(default=200_000, metadata=_check(0, 1_000_000_000))
+    #: Vectors the native provider keeps in memory across users (~1.5 KB each, plus the HNSW graph
+    #: of a user past ``ann_threshold``): past it, the users searched least recently are dropped and
+    #: read again on their next search (~0.3 s per 10k vectors). 0 = no limit.
+    index_max_vectors: int = field(default=2_000_000, metadata=_check(0, 1_000_000_000))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,12 @@ reported are exact and only *which* candidates are found is approximate
 usearch is optional (``pip install dexai-memory[ann]``): without it every
 search stays exact. The graph is built in a background thread the first time a
 user's vectors pass the threshold (a few seconds per 10k vectors on 2 cores);
-searches stay exact until it is ready.
+searches stay exact until it is ready. The graph is then saved beside the
+database (:meth:`AnnIndex.save`, ``<database>.ann/``), and the next process
+restores it in seconds instead of rebuilding it (189 s at 1M vectors),
+adding and removing the rowids that changed meanwhile (a vector re-made
+under the same rowid keeps its old place in the graph: only which
+candidates are found can suffer, never the similarities reported).
 
 usearch's SIMD library (numkong) and onnxruntime must load in that order
 (the other order crashes the process while importing onnxruntime, seen with
@@ -25,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,6 +73,35 @@ class AnnIndex:
 
     def __len__(self) -> int:
         return len(self._index)
+
+    def keys(self) -> np.ndarray:
+        """The rowids in the graph."""
+        return np.asarray(self._index.keys, dtype=np.int64)
+
+    def save(self, path: Path) -> None:
+        """Write the graph to ``path`` (mode 0600; written aside, then renamed into place)."""
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        self._index.save(str(partial))
+        os.chmod(partial, 0o600)
+        os.replace(partial, path)
+
+    @classmethod
+    def restore(cls, path: Path, dim: int) -> AnnIndex | None:
+        """The graph saved at ``path`` by :meth:`save`, or None (missing, unreadable or another size)."""
+        if not path.is_file() or not available():
+            return None
+        try:
+            index = _usearch.Index.restore(str(path))
+        except Exception:  # noqa: BLE001 - a damaged cache file: rebuilt from the vectors
+            logger.warning("ANN index %s is unreadable: rebuilding it", path)
+            return None
+        if index is None or index.ndim != dim:
+            return None
+        index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
+        graph = cls.__new__(cls)
+        graph.dim, graph._index = dim, index
+        return graph
 
     def add(self, rowids: np.ndarray, vectors: np.ndarray, *, threads: int = 1) -> None:
         """Insert (or replace) vectors by rowid (blocking; seconds per 10k vectors)."""

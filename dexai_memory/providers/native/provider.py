@@ -9,7 +9,8 @@ leaves the rest to its parts:
 - :mod:`.schema`: the table's columns, row decoding and WHERE / list / full-text
   queries (shared with the command hook's :mod:`.reader`);
 - :mod:`.vectors`: the vectors (``vec0``, deferred vectors, the in-memory index);
-- :mod:`.search`: hybrid search, BM25 and vectors fused by reciprocal rank.
+- :mod:`.search`: hybrid search, BM25 and vectors fused by reciprocal rank;
+- :mod:`.keywords`: the BM25 query of a large store without its common words.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ...models import (
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
 from .contradictions import NativeContradictionLog
 from .database import DEFAULT_BUSY_RETRY_SECONDS, Database
+from .keywords import TermCounts
 from .schema import COLUMNS, SELECT, list_query, memory_params, row_to_memory, ts, where_clause
 from .search import hybrid_search
 from .vectors import Vectors, blob, bulk_embedder
@@ -67,7 +69,10 @@ class NativeProvider(MemoryProvider):
         #: The file and its connection; a write still finding the database locked after
         #: ``busy_timeout_ms`` is retried for ``busy_retry_seconds``, then fails with StorageError.
         self.database = Database(self.path, busy_timeout_ms=busy_timeout_ms, busy_retry_seconds=busy_retry_seconds)
-        self.vectors = Vectors(self.database, ann_threshold=self.search_config.ann_threshold)
+        self.vectors = Vectors(self.database, ann_threshold=self.search_config.ann_threshold,
+                               max_vectors=self.search_config.index_max_vectors)
+        #: Rows matched per query word, for BM25 in a large store (``search.bm25_prune_threshold``).
+        self.term_counts = TermCounts()
         self.backup_path: Path | None = None
         self.contradiction_log = NativeContradictionLog(self.database)
 
@@ -217,6 +222,7 @@ class NativeProvider(MemoryProvider):
                                  (rowid, user_id, blob(vec[0])))
             elif self.vectors.deferring and self._embeds(updated):
                 await db.execute("INSERT OR IGNORE INTO vectors_pending (rowid) VALUES (?)", (rowid,))
+        self.vectors.forget_saved_graph(user_id)
         index = self.vectors.index
         if index is not None and rowid is not None:
             if vec is not None:
@@ -246,6 +252,7 @@ class NativeProvider(MemoryProvider):
             if self.vectors.ready:
                 await db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
             await db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?", (memory_id, user_id))
+        self.vectors.forget_saved_graph(user_id)
         if self.vectors.index is not None:
             self.vectors.index.remove(user_id, rowid)
         return True
@@ -323,7 +330,7 @@ class NativeProvider(MemoryProvider):
                      limit: int = 10) -> builtins.list[SearchResult]:
         """Hybrid search (:func:`~dexai_memory.providers.native.search.hybrid_search`)."""
         return await hybrid_search(self.db, self.vectors, self.embedder, self.search_config, query,
-                                   user_id=user_id, filters=filters, limit=limit)
+                                   user_id=user_id, filters=filters, limit=limit, terms=self.term_counts)
 
     # ------------------------------------------------------------------ health
     async def health_check(self) -> HealthStatus:

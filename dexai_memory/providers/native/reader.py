@@ -6,7 +6,8 @@ A command hook is a new process per event and must stay fast, so it cannot load
 aiosqlite, sqlean, numpy or the embedder. :class:`SqliteReader` reads the same
 file through the same :mod:`~dexai_memory.providers.native.schema` helpers as
 :class:`~dexai_memory.providers.native.provider.NativeProvider` (one WHERE
-clause, one full-text query, one row decoder), with BM25 only (no vectors).
+clause, one full-text query, one row decoder) and the same BM25 side
+(:mod:`~dexai_memory.providers.native.bm25`), with BM25 only (no vectors).
 
 Its :meth:`~SqliteReader.list` and :meth:`~SqliteReader.search` have the
 provider's signatures and are coroutines that never wait, so the recall code
@@ -22,8 +23,9 @@ from types import TracebackType
 from typing import Any
 
 from ...models import Memory, SearchFilters, SearchResult
+from .bm25 import bm25_rowids
 from .driver import store_sqlite
-from .schema import SELECT, bm25_query, fts_query, list_query, row_to_memory, where_clause
+from .schema import SELECT, fts_query, list_query, row_to_memory, where_clause
 
 #: The score of the BM25 hit of rank ``r`` is ``(K + 1) / (K + r)`` (1.0 for the best), like the
 #: provider's reciprocal-rank fusion with BM25 alone.
@@ -81,6 +83,10 @@ class SqliteReader:
         if conn is None or match is None or limit <= 0:
             return []
         where, params = where_clause(user_id, filters or SearchFilters(), for_search=True)
-        rows = conn.execute(*bm25_query(SELECT, match, where, params, limit)).fetchall()
-        return [SearchResult(row_to_memory(r), (BM25_RANK_K + 1.0) / (BM25_RANK_K + rank), bm25_rank=rank)
-                for rank, r in enumerate(rows, 1)]
+        rowids = bm25_rowids(conn, match, where, params, limit, user_id)  # the provider's BM25 side
+        if not rowids:
+            return []
+        rows = {r[0]: r[1:] for r in conn.execute(
+            f"SELECT m.rowid, {SELECT} FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))})", rowids)}
+        return [SearchResult(row_to_memory(rows[rowid]), (BM25_RANK_K + 1.0) / (BM25_RANK_K + rank), bm25_rank=rank)
+                for rank, rowid in enumerate(rowids, 1) if rowid in rows]

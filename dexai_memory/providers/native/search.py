@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ...models import SearchFilters, SearchResult
-from .schema import SELECT, bm25_query, fts_query, row_to_memory, where_clause
+from .bm25 import bm25_rowids, passing
+from .schema import SELECT, fts_query, row_to_memory, where_clause
 from .vectors import blob
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from ...config import SearchConfig
     from ...embeddings import Embedder
+    from .keywords import TermCounts
     from .vectors import VectorIndex, Vectors
 
 T = TypeVar("T")
@@ -42,7 +44,7 @@ class _Candidate:
 
 async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Embedder | None, cfg: SearchConfig,
                         query: str, *, user_id: str, filters: SearchFilters | None = None,
-                        limit: int = 10) -> list[SearchResult]:
+                        limit: int = 10, terms: TermCounts | None = None) -> list[SearchResult]:
     """The best ``limit`` memories of ``user_id`` for ``query`` (see the module docstring), best first.
 
     With the in-memory vector index, the SQL runs in two calls of the
@@ -50,6 +52,10 @@ async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Em
     query is embedded in another thread, then the KNN, its filter, the fusion
     and the row fetch. Each call of ``aiosqlite`` is a hand-over between two
     threads; five of them cost more than the SQL at 10k memories.
+
+    With ``terms`` (the store's :class:`~dexai_memory.providers.native.keywords.TermCounts`),
+    a store above ``search.bm25_prune_threshold`` rows leaves the query's
+    common words out of BM25 (:func:`~dexai_memory.providers.native.keywords.prune`).
     """
     if not query or not query.strip() or limit <= 0:
         return []
@@ -66,7 +72,8 @@ async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Em
     match = fts_query(query) if use_bm25 else None
     index = vectors.index if use_vec else None
     try:
-        bm25_ids = await _in_connection(db, _prepare, match, where, params, n, index, user_id)
+        bm25_ids = await _in_connection(db, _prepare, match, where, params, n, index, user_id,
+                                        (terms, cfg.bm25_prune_threshold) if terms is not None else None)
     except BaseException:
         if vec_task is not None:
             vec_task.cancel()
@@ -104,66 +111,30 @@ async def _in_connection(db: aiosqlite.Connection, fn: Callable[..., T], *args: 
 
 
 def _prepare(conn: sqlite3.Connection, match: str | None, where: str, params: Sequence[Any], n: int,
-             index: VectorIndex | None, user_id: str) -> list[int]:
-    """(Connection thread.) Make sure ``index`` holds ``user_id``'s current vectors; the BM25 rowids."""
+             index: VectorIndex | None, user_id: str, pruning: tuple[TermCounts, int] | None = None) -> list[int]:
+    """(Connection thread.) Make sure ``index`` holds ``user_id``'s current vectors; the BM25 rowids
+    (of ``match`` pruned by ``pruning``: the store's word counts and the threshold)."""
     if index is not None:
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version != index.data_version:  # another connection wrote: reload lazily
             index.clear()
             index.data_version = version
         if not index.loaded(user_id):
-            index.load(user_id, conn.execute("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?",
-                                             (user_id,)).fetchall())
-    return _bm25_rowids(conn, match, where, params, n) if match else []
-
-
-def _bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequence[Any], n: int) -> list[int]:
-    """(Connection thread.) The rowids of the best ``n`` BM25 hits passing ``where``, best first.
-
-    Ranks the FTS5 table alone, then checks ``where`` on the best few hits:
-    joining every match with ``memories`` before sorting cost twice as much
-    at 100k memories (a common word matches thousands of rows). The same
-    rows as :func:`~dexai_memory.providers.native.schema.bm25_query`, in the
-    same order; when the filter drops some, it looks further down, and when it
-    drops most (the user owns a small part of the store), it joins instead.
-    """
-    k = max(n * 4, 64)
-    while True:
-        ranked = [r[0] for r in conn.execute(
-            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT ?",
-            (match, k))]
-        if not ranked:
-            return []
-        keep = _passing(conn, ranked, where, params)
-        hits = [r for r in ranked if r in keep]
-        if len(hits) >= n or len(ranked) < k:
-            return hits[:n]
-        if 2 * len(hits) < len(ranked) or k >= 16_384:
-            # a selective filter (a store of many users, a project): join and filter before sorting
-            return [r[0] for r in conn.execute(*bm25_query("m.rowid", match, where, params, n))]
-        k *= 4
-
-
-def _passing(conn: sqlite3.Connection, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
-    """(Connection thread.) Those of ``rowids`` whose memory passes ``where``.
-
-    ``NOT INDEXED``: by rowid, never through the user index, which SQLite otherwise picks and
-    which reads every memory of the user (19 ms at 100k memories instead of 0.3 ms).
-    """
-    return {r[0] for r in conn.execute(
-        f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
-        [*rowids, *params])}
+            index.load_from(conn, user_id)
+    return bm25_rowids(conn, match, where, params, n, user_id, pruning) if match else []
 
 
 def _index_knn(conn: sqlite3.Connection, index: VectorIndex, vec: np.ndarray, user_id: str, where: str,
                params: Sequence[Any], n: int) -> list[tuple[int, float]]:
     """(Connection thread.) Top ``n`` (rowid, cosine) of ``user_id`` passing ``where``, from the index."""
+    if not index.loaded(user_id):  # dropped since _prepare by another user's load (search.index_max_vectors)
+        index.load_from(conn, user_id)
     k = n * 4
     while True:
         found = index.knn(user_id, vec, k)
         if not found:
             return []
-        keep = _passing(conn, [r for r, _ in found], where, params)
+        keep = passing(conn, [r for r, _ in found], where, params)
         hits = [(r, s) for r, s in found if r in keep]
         # filters removed too many: look further down the ranking (bounded)
         if len(hits) >= n or len(found) < k or k >= 16_384:

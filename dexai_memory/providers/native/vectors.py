@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import logging
+import shutil
 import threading
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +42,8 @@ from ...errors import StorageError
 from . import ann
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import aiosqlite
 
     from ...embeddings import Embedder
@@ -82,6 +87,8 @@ class _UserVectors:
         #: The HNSW graph once built (see :meth:`build_ann`), and the changes made while it was built.
         self.ann: ann.AnnIndex | None = None
         self.ann_building = False
+        #: Whether the graph was restored from disk rather than built (benchmarks and tests).
+        self.ann_restored = False
         self._ann_log: list[tuple[int, np.ndarray | None]] = []
         self._ann_lock = threading.Lock()
 
@@ -120,26 +127,50 @@ class _UserVectors:
             elif self.ann_building:
                 self._ann_log.append((rowid, None))
 
-    def build_ann(self, dim: int) -> None:
-        """Build the HNSW graph of the current vectors (blocking; run in a thread), then catch up
-        with the changes made meanwhile and publish it."""
+    def build_ann(self, dim: int, saved: Path | None = None) -> None:
+        """Build the HNSW graph of the current vectors (blocking; run in a thread), or restore it
+        from ``saved`` and bring it up to date; then catch up with the changes made meanwhile,
+        publish it, and save it to ``saved`` when it was built or changed."""
         n = self.size
         rowids, matrix = self.rowids[:n].copy(), self.matrix[:n].copy()
         live = rowids >= 0
-        graph = ann.AnnIndex(dim)
+        rowids, matrix = rowids[live], matrix[live]
         try:
-            graph.add(rowids[live], matrix[live], threads=2)
+            graph = ann.AnnIndex.restore(saved, dim) if saved is not None else None
+            changed = True
+            if graph is not None:
+                known = graph.keys()
+                gone = np.setdiff1d(known, rowids, assume_unique=True)
+                new = ~np.isin(rowids, known, assume_unique=True)
+                if len(gone) + int(new.sum()) > len(rowids) // 4:  # mostly other vectors: build afresh
+                    graph = None
+                else:
+                    for rowid in gone.tolist():
+                        graph.remove(rowid)
+                    graph.add(rowids[new], matrix[new], threads=2)
+                    changed = bool(len(gone) or new.any())
+                    self.ann_restored = True
+            if graph is None:
+                graph = ann.AnnIndex(dim)
+                graph.add(rowids, matrix, threads=2)
         except Exception:
             logger.exception("building the ANN index failed: searches stay exact")
             with self._ann_lock:
                 self._ann_log.clear()
             return
+        if saved is not None and changed:
+            try:
+                graph.save(saved)
+            except Exception:  # noqa: BLE001 - the graph works without its copy on disk
+                logger.warning("could not save the ANN index to %s", saved, exc_info=True)
         with self._ann_lock:
             for rowid, vec in self._ann_log:
                 if vec is None:
                     graph.remove(rowid)
                 else:
                     graph.add(np.array([rowid], dtype=np.int64), vec[None, :])
+            if saved is not None and self._ann_log:  # the copy on disk still holds what changed meanwhile
+                saved.unlink(missing_ok=True)
             self._ann_log.clear()
             self.ann = graph
             self.ann_building = False
@@ -180,10 +211,16 @@ class _UserVectors:
 class VectorIndex:
     """Per-user in-memory vectors (see the module docstring)."""
 
-    def __init__(self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD):
+    def __init__(self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, max_vectors: int = 0,
+                 ann_dir: Path | None = None):
         self.dim = dim
+        #: Where users' HNSW graphs are saved and restored from (None: rebuilt in each process).
+        self.ann_dir = ann_dir
         #: Users with more vectors are searched through an HNSW graph (0: always exact).
         self.ann_threshold = ann_threshold
+        #: Past this many vectors in memory, the users searched least recently are dropped (0: no limit).
+        self.max_vectors = max_vectors
+        #: Loaded users, least recently searched first.
         self._users: dict[str, _UserVectors] = {}
         #: The ``PRAGMA data_version`` the loaded data matches.
         self.data_version: int | None = None
@@ -199,7 +236,24 @@ class VectorIndex:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
         else:
             matrix = np.zeros((0, self.dim), dtype=np.float32)
+        self.load_arrays(user_id, rowids, matrix)
+
+    def load_arrays(self, user_id: str, rowids: np.ndarray, matrix: np.ndarray) -> None:
+        """Install a user's vectors: ``matrix[i]`` is the vector of ``rowids[i]``; then drop the
+        users searched least recently while the index holds more than :attr:`max_vectors`."""
+        self._users.pop(user_id, None)
         self._users[user_id] = _UserVectors(self.dim, rowids, matrix)
+        if self.max_vectors:
+            total = len(self)
+            for other in builtins.list(self._users):
+                if total <= self.max_vectors or other == user_id:
+                    break
+                total -= self._users.pop(other).size
+                logger.info("vectors of %s dropped from memory (search.index_max_vectors)", other)
+
+    def load_from(self, conn: sqlite3.Connection, user_id: str) -> None:
+        """Install ``user_id``'s vectors read from ``memories_vec`` on ``conn`` (see :func:`read_user_vectors`)."""
+        self.load_arrays(user_id, *read_user_vectors(conn, user_id, self.dim))
 
     def add(self, user_id: str, rowids: list[int], vectors: np.ndarray) -> None:
         """Mirror new or re-embedded vectors (ignored for users not loaded yet)."""
@@ -223,6 +277,8 @@ class VectorIndex:
         users = self._users.get(user_id)
         if users is None:
             return []
+        if self.max_vectors and next(reversed(self._users)) != user_id:  # most recently searched: last
+            self._users[user_id] = self._users.pop(user_id)
         if self.uses_ann(user_id):
             found = users.ann_knn(query, k)
             if found is not None:
@@ -237,9 +293,13 @@ class VectorIndex:
             return False
         if users.ann is None and not users.ann_building and ann.available():
             users.ann_building = True
-            threading.Thread(target=users.build_ann, args=(self.dim,), name=f"ann-build-{user_id[:20]}",
-                             daemon=True).start()
+            threading.Thread(target=users.build_ann, args=(self.dim, self.ann_path(user_id)),
+                             name=f"ann-build-{user_id[:20]}", daemon=True).start()
         return users.ann is not None
+
+    def ann_path(self, user_id: str) -> Path | None:
+        """The file of ``user_id``'s saved graph (see :func:`saved_graph`), None without :attr:`ann_dir`."""
+        return None if self.ann_dir is None else saved_graph(self.ann_dir, user_id)
 
     def wait_for_ann(self, user_id: str, timeout: float = 600.0) -> bool:
         """Block until ``user_id``'s ANN graph is built (benchmarks and tests); whether it is."""
@@ -253,6 +313,57 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return sum(u.size for u in self._users.values())
+
+
+#: The layout of sqlite-vec's shadow tables that :func:`read_user_vectors` reads (sqlite-vec 0.1.x).
+_CHUNKS_SQL = ('CREATE TABLE "memories_vec_chunks"(chunk_id INTEGER PRIMARY KEY AUTOINCREMENT,size INTEGER NOT NULL,'
+               'sequence_id integer,partition00,validity BLOB NOT NULL, rowids BLOB NOT NULL)')
+_VECTORS_SQL = 'CREATE TABLE "memories_vec_vector_chunks00"(rowid PRIMARY KEY,vectors BLOB NOT NULL)'
+
+
+def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``user_id``'s ``(rowids, float32 matrix)`` from ``memories_vec``, in its storage order.
+
+    ``SELECT rowid, embedding FROM memories_vec WHERE user_id = ?`` walks every
+    row of the table, whoever owns it, and decodes rows one at a time: 7 s for
+    a user of 10k memories in a store of 1M (100 users), 28 s for a user of 1M.
+    sqlite-vec keeps a user's vectors in chunks of 1,024 (``memories_vec_chunks``:
+    the partition key, a validity bitmap and the rowids of a chunk;
+    ``memories_vec_vector_chunks00``: its vectors as one float32 blob), so the
+    user's chunks are read whole, in one statement, and unpacked with numpy
+    (then put in rowid order, the ``SELECT``'s).
+    Falls back to the ``SELECT`` when the shadow tables are not the layout
+    this reads (another sqlite-vec version).
+    """
+    layout = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
+                               "('memories_vec_chunks', 'memories_vec_vector_chunks00')").fetchall())
+    if layout.get("memories_vec_chunks") != _CHUNKS_SQL or layout.get("memories_vec_vector_chunks00") != _VECTORS_SQL:
+        rows = conn.execute("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?", (user_id,)).fetchall()
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        return np.array([r[0] for r in rows], dtype=np.int64), matrix
+    ids, parts = [], []
+    for size, validity, rowids, vectors in conn.execute(
+            "SELECT c.size, c.validity, c.rowids, v.vectors FROM memories_vec_chunks c "
+            "JOIN memories_vec_vector_chunks00 v ON v.rowid = c.chunk_id WHERE c.partition00 = ? "
+            "ORDER BY c.chunk_id", (user_id,)):
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool)
+        if not valid.any():
+            continue
+        ids.append(np.frombuffer(rowids, dtype=np.int64, count=size)[valid])
+        parts.append(np.frombuffer(vectors, dtype=np.float32, count=size * dim).reshape(size, dim)[valid])
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    rowids_all, matrix = np.concatenate(ids), np.concatenate(parts)
+    del ids, parts
+    if len(rowids_all) > 1 and bool((np.diff(rowids_all) < 0).any()):  # the SELECT's order: ties rank the same
+        order = np.argsort(rowids_all, kind="stable")
+        return rowids_all[order], matrix[order]
+    return rowids_all, matrix
+
+
+def saved_graph(ann_dir: Path, user_id: str) -> Path:
+    """The file of ``user_id``'s saved HNSW graph in ``ann_dir`` (named by a hash of the id)."""
+    return ann_dir / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.usearch"
 
 
 def blob(vector: np.ndarray) -> bytes:
@@ -273,10 +384,14 @@ class Vectors:
     """The vectors of one store (see the module docstring); the embedder is the provider's,
     passed to each call (the pipeline may wrap it in a cache after the store opened)."""
 
-    def __init__(self, database: Database, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD):
+    def __init__(self, database: Database, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, max_vectors: int = 0):
         self.database = database
         #: ``search.ann_threshold``: the size above which a user's KNN uses an ANN graph (0: never).
         self.ann_threshold = ann_threshold
+        #: ``search.index_max_vectors``: the in-memory index's bound (0: none).
+        self.max_vectors = max_vectors
+        #: Saved HNSW graphs (:mod:`.ann`), beside the database file.
+        self.ann_dir = database.path.with_name(database.path.name + ".ann")
         #: Whether ``memories_vec`` exists and holds the current embedder's vectors.
         self.ready = False
         #: The in-memory mirror of ``memories_vec`` (None: vector search reads ``vec0``).
@@ -303,10 +418,16 @@ class Vectors:
         elif model == embedder.model_id and int(dim or 0) == embedder.dim:
             self.ready = True
         if self.ready and use_index:
-            self.index = VectorIndex(embedder.dim, ann_threshold=self.ann_threshold)
+            self.index = VectorIndex(embedder.dim, ann_threshold=self.ann_threshold, max_vectors=self.max_vectors,
+                                     ann_dir=self.ann_dir)
         if not self.ready:
             logger.warning("vectors in %s were made by %s, not %s: vector search is off until "
                            "'dexai memory reembed'", self.database.path, model, embedder.model_id)
+
+    def forget_saved_graph(self, user_id: str) -> None:
+        """Delete ``user_id``'s saved HNSW graph (a vector was deleted or re-made: the copy on disk
+        must not keep it; the graph is saved again at its next build)."""
+        saved_graph(self.ann_dir, user_id).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ deferred vectors
     @contextlib.asynccontextmanager
@@ -390,6 +511,7 @@ class Vectors:
         await self.database.write("DROP TABLE IF EXISTS memories_vec")
         if self.index is not None:
             self.index.clear()
+        shutil.rmtree(self.ann_dir, ignore_errors=True)  # graphs of the old vectors
         await self.database.write("DELETE FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')")
         await self.setup(embedder, use_index=use_index)
         async with self.database.conn.execute("SELECT rowid, user_id, content FROM memories WHERE deleted = 0") as cur:
