@@ -34,6 +34,7 @@ from .config import Settings
 from .datadir import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, tighten
 from .errors import StorageError
 from .providers.native.driver import store_sqlite
+from .providers.native.vectors import graph_dir
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +221,8 @@ def restore_backup(settings: Settings, source: Path, *, queue: bool = False) -> 
     default). Refused (:class:`StorageError`) while a daemon is running. Each
     current file is moved aside first as ``<name>.bak-<UTC time>`` (with its
     ``-wal`` / ``-shm``), so a restore can itself be undone; every source is
-    checked before anything is moved.
+    checked before anything is moved. The saved HNSW graphs of the replaced
+    database (``memory.db.ann/``) are removed: the next search builds them again.
     """
     if daemon_running(settings):
         raise StorageError("a daemon is running on this data directory: stop it first ('dexai daemon' "
@@ -249,6 +251,8 @@ def restore_backup(settings: Settings, source: Path, *, queue: bool = False) -> 
                 os.replace(current, moved)
                 aside.append(moved)
         os.replace(tmp, dest)
+        if dest.name == settings.storage.db_filename:  # saved vector graphs of the replaced database
+            shutil.rmtree(graph_dir(dest), ignore_errors=True)
         with contextlib.suppress(OSError):
             os.chmod(dest, PRIVATE_FILE_MODE)
         restored.append(dest)

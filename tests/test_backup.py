@@ -21,6 +21,7 @@ from dexai_memory.cli.main import cli
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.ipc import IpcServer
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.providers.native.vectors import graph_dir
 
 
 @pytest.fixture(autouse=True)
@@ -60,8 +61,12 @@ def test_backup_then_restore_brings_back_the_memories_and_keeps_the_current_file
     assert contents() == {"Sam likes tea", "Sam moved to Lisbon"}
     listed = ok("memory", "backup", "--list").output
     assert str(path) in listed
+    graphs = graph_dir(isolated_home / "memory.db")  # saved HNSW graphs of the current vectors
+    graphs.mkdir()
+    (graphs / "user.usearch").write_bytes(b"graph")
     restored = json.loads(ok("memory", "restore-backup", str(path), "--yes", "--json").stdout)
     assert contents() == {"Sam likes tea"}
+    assert not graphs.exists()  # of the replaced database: built again by the next search
     aside = [Path(p) for p in restored["set_aside"]]
     main_aside = next(p for p in aside if p.name.startswith("memory.db.bak-") and not p.name.endswith(("-wal", "-shm")))
     with sqlite3.connect(main_aside) as conn:  # the replaced data is still there, whole

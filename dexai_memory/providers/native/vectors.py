@@ -361,6 +361,12 @@ def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple
     return rowids_all, matrix
 
 
+def graph_dir(db_path: Path) -> Path:
+    """The folder of a store's saved HNSW graphs: ``<database>.ann`` (derived data: a restore
+    of the database removes it, and the graphs are built again)."""
+    return db_path.with_name(db_path.name + ".ann")
+
+
 def saved_graph(ann_dir: Path, user_id: str) -> Path:
     """The file of ``user_id``'s saved HNSW graph in ``ann_dir`` (named by a hash of the id)."""
     return ann_dir / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.usearch"
@@ -391,7 +397,7 @@ class Vectors:
         #: ``search.index_max_vectors``: the in-memory index's bound (0: none).
         self.max_vectors = max_vectors
         #: Saved HNSW graphs (:mod:`.ann`), beside the database file.
-        self.ann_dir = database.path.with_name(database.path.name + ".ann")
+        self.ann_dir = graph_dir(database.path)
         #: Whether ``memories_vec`` exists and holds the current embedder's vectors.
         self.ready = False
         #: The in-memory mirror of ``memories_vec`` (None: vector search reads ``vec0``).
