@@ -226,7 +226,7 @@ def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[
         if prompt is not None:
             pending = pending_prompts(state)
             state["last_prompt"] = prompt[:4000]
-            state["prompt_id"] = prompt_id
+            state.pop("prompt_id", None)  # kept in ``pending`` now (read only from older state files)
             if prompt.strip():
                 pending.append({"prompt": prompt[:4000], "prompt_id": prompt_id, "at": time.time()})
             state["pending"] = pending[-MAX_PENDING:]

@@ -24,9 +24,10 @@ from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.recall.source import run_now
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text, text_of
+from dexai_memory.testing.fakeapi import FakeMessagesAPI, ToolUse, text_of
 
 from .test_installed_e2e import REPO, mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+from .test_prefetch_e2e import tool_session
 
 pytestmark = pytest.mark.e2e
 
@@ -114,15 +115,7 @@ def test_git_checkout_brings_what_is_known_about_the_branch_on_the_next_request(
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=False)
         run(BRANCH_FACT).check()
-        api.clear()
-        run.last_session_id = None
-        api.enqueue(Reply(tool_uses=[ToolUse("Bash", {"command": "git checkout feature/ledger"})]),
-                    when=lambda body: prompt in last_user_text(body))
-        api.enqueue(Reply(text="Done."))
-        run(prompt).check()
-        requests = [r for r in api.message_requests() if prompt in text_of(r)]
-    after = next((r for r in requests if "tool_result" in str(r.body.get("messages"))), None)
-    assert after is not None, "the fake model's Bash never ran"
+        _, after = tool_session(run, api, prompt, ToolUse("Bash", {"command": "git checkout feature/ledger"}), "Done.")
     remembered = memory_text(text_of(after))
     assert "finance audit" in remembered, remembered
     assert text_of(after).count("finance audit") == 1

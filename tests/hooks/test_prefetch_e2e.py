@@ -10,6 +10,7 @@ session and the prefetch rightly adds nothing."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,22 @@ OPEN_PROMPT = "Open the file and tell me what it does."
 ASKING_PROMPT = "How must we round invoice totals, with Decimal or float? Open the file and check."
 
 
+def tool_session(run: Any, api: FakeMessagesAPI, prompt: str, tool: ToolUse, reply: str,
+                 when: Callable[[dict[str, Any]], bool] | None = None) -> tuple[RecordedRequest, RecordedRequest]:
+    """A new session whose model answers ``prompt`` with one ``tool`` call (when ``when`` holds
+    for the request; by default when ``prompt`` is the last user text), then ``reply``:
+    (the request before the tool's result, the one that carries it)."""
+    api.clear()
+    run.last_session_id = None
+    api.enqueue(Reply(tool_uses=[tool]), when=when or (lambda body: prompt in last_user_text(body)))
+    api.enqueue(Reply(text=reply))
+    run(prompt).check()
+    requests = [r for r in api.message_requests() if prompt in text_of(r)]
+    after = next((i for i, r in enumerate(requests) if "tool_result" in str(r.body.get("messages"))), None)
+    assert after, f"the fake model's {tool.name} never ran"
+    return requests[after - 1], requests[after]
+
+
 def _session_opening(run: Any, api: FakeMessagesAPI, source: Path,
                      prompt: str) -> tuple[RecordedRequest, RecordedRequest]:
     """A new session whose model reads ``source``: (the request before the Read, the one after)."""
@@ -48,15 +65,8 @@ def _session_opening(run: Any, api: FakeMessagesAPI, source: Path,
         names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         return "Read" in names and prompt in last_user_text(body)
 
-    api.clear()
-    run.last_session_id = None
-    api.enqueue(Reply(tool_uses=[ToolUse("Read", {"file_path": str(source)})]), when=opens_file)
-    api.enqueue(Reply(text="It sums the invoice lines."))
-    run(prompt).check()
-    requests = [r for r in api.message_requests() if prompt in text_of(r)]
-    after = next((i for i, r in enumerate(requests) if "tool_result" in str(r.body.get("messages"))), None)
-    assert after, "the fake model's Read never ran"
-    return requests[after - 1], requests[after]
+    return tool_session(run, api, prompt, ToolUse("Read", {"file_path": str(source)}), "It sums the invoice lines.",
+                        when=opens_file)
 
 
 @pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
@@ -108,15 +118,8 @@ def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=False)
         run(lesson).check()
-        api.clear()
-        run.last_session_id = None
-        api.enqueue(Reply(tool_uses=[ToolUse("Bash", {"command": command, "description": "run the export"})]),
-                    when=lambda body: prompt in last_user_text(body))
-        api.enqueue(Reply(text="The VPN is down."))
-        run(prompt).check()
-        requests = [r for r in api.message_requests() if prompt in text_of(r)]
-    after = next((r for r in requests if "tool_result" in str(r.body.get("messages"))), None)
-    assert after is not None, "the fake model's Bash never ran"
+        _, after = tool_session(run, api, prompt, ToolUse("Bash", {"command": command, "description": "run the export"}),
+                                "The VPN is down.")
     assert "ConnectionResetError" in text_of(after)  # the failure itself
     remembered = memory_text(text_of(after))
     assert "reconnect the VPN" in remembered, remembered

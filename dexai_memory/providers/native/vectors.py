@@ -231,12 +231,7 @@ class VectorIndex:
 
     def load(self, user_id: str, rows: list[tuple[int, bytes]]) -> None:
         """Install a user's vectors from ``(rowid, float32 blob)`` rows."""
-        rowids = np.array([r[0] for r in rows], dtype=np.int64)
-        if rows:
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
-        else:
-            matrix = np.zeros((0, self.dim), dtype=np.float32)
-        self.load_arrays(user_id, rowids, matrix)
+        self.load_arrays(user_id, *_arrays(rows, self.dim))
 
     def load_arrays(self, user_id: str, rowids: np.ndarray, matrix: np.ndarray) -> None:
         """Install a user's vectors: ``matrix[i]`` is the vector of ``rowids[i]``; then drop the
@@ -338,9 +333,8 @@ def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple
     layout = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
                                "('memories_vec_chunks', 'memories_vec_vector_chunks00')").fetchall())
     if layout.get("memories_vec_chunks") != _CHUNKS_SQL or layout.get("memories_vec_vector_chunks00") != _VECTORS_SQL:
-        rows = conn.execute("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?", (user_id,)).fetchall()
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        return np.array([r[0] for r in rows], dtype=np.int64), matrix
+        return _arrays(conn.execute("SELECT rowid, embedding FROM memories_vec WHERE user_id = ?",
+                                    (user_id,)).fetchall(), dim)
     ids, parts = [], []
     for size, validity, rowids, vectors in conn.execute(
             "SELECT c.size, c.validity, c.rowids, v.vectors FROM memories_vec_chunks c "
@@ -359,6 +353,14 @@ def read_user_vectors(conn: sqlite3.Connection, user_id: str, dim: int) -> tuple
         order = np.argsort(rowids_all, kind="stable")
         return rowids_all[order], matrix[order]
     return rowids_all, matrix
+
+
+def _arrays(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(rowid, float32 blob)`` rows as ``(rowids, matrix)``."""
+    rowids = np.array([r[0] for r in rows], dtype=np.int64)
+    if not rows:
+        return rowids, np.zeros((0, dim), dtype=np.float32)
+    return rowids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
 
 
 def graph_dir(db_path: Path) -> Path:
