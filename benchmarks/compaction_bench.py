@@ -334,7 +334,7 @@ def _answering(prompt: str) -> Callable[[dict[str, Any]], bool]:
 def run_arm(scenario: Scenario, *, mode: str, tmp: Path, timeout: float = 180.0) -> ArmResult:
     """Run the scripted session once (``mode``: without | autostart | inline) and measure every round."""
     from dexai_memory.config import load_settings
-    from dexai_memory.daemon_control import lock_held, stop
+    from dexai_memory.daemon.control import lock_held, stop
 
     arm = ArmResult(mode=mode)
     facts = scenario.facts

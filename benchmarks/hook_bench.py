@@ -65,10 +65,10 @@ from benchmarks.common import (
 from benchmarks.search_bench import embedded_db
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon import MemoryDaemon
+from dexai_memory.daemon.actions import register_ipc_ops
+from dexai_memory.daemon.http_hooks import TOKEN_FILE, HookHttpServer
+from dexai_memory.daemon.ipc import IpcServer
 from dexai_memory.embeddings import OnnxMiniLMEmbedder
-from dexai_memory.hooks.actions import register_ipc_ops
-from dexai_memory.hooks.http_server import TOKEN_FILE, HookHttpServer
-from dexai_memory.ipc import IpcServer
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.ranking import auto_recall, recall_block
 from dexai_memory.testing.plugin_check import user_waits

@@ -112,7 +112,7 @@ def daemon_rss(n: int, prompts: Sequence[str], *, quick: bool, tmp: Path) -> dic
     import subprocess
     import sys
 
-    from dexai_memory.ipc import ipc_request
+    from dexai_memory.daemon.ipc import ipc_request
 
     db, _ = asyncio.run(embedded_db(n, 7, OnnxMiniLMEmbedder(), use_cache=not quick, rebuild=False, tmp=tmp))
     home = Path(tempfile.mkdtemp(prefix="dx", dir="/tmp"))  # short: Unix socket paths are limited

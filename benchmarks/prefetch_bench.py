@@ -12,7 +12,7 @@ earlier events (a note on ``release/2.4``, how ``make proto`` regenerates ``prot
 two labels were added when the run showed them (the first run with them read 0.92 / 0.92 in
 sample).
 
-Each session runs the hook's own code: :func:`dexai_memory.hooks.prefetch.run_prefetch`
+Each session runs the hook's own code: :func:`dexai_memory.daemon.prefetch_items.run_prefetch`
 (items from the payload, once per item per session, memories already prefetched skipped)
 on :func:`dexai_memory.recall.prefetch.prefetch`, over
 
@@ -54,8 +54,8 @@ from typing import Any
 from benchmarks.common import arg_parser, format_table, run_main, say, write_result
 from dexai_memory.capture.episodes import Episode, forms_of
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.hooks.events import Block
-from dexai_memory.hooks.prefetch import run_prefetch
+from dexai_memory.daemon.executor import Block
+from dexai_memory.daemon.prefetch_items import run_prefetch
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.providers.native.reader import SqliteReader

@@ -18,12 +18,8 @@ without hook traffic and with an empty queue; its output goes to
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,78 +29,24 @@ import click
 from dexai_memory.cli.common import Context, common_options, fail, run
 from dexai_memory.datadir import ensure_home
 
-#: Seconds between idle checks of a daemon with an idle exit.
-IDLE_CHECK_SECONDS = 30.0
-
-
-async def _idle_watch(daemon: Any, minutes: float, stop: asyncio.Event) -> None:
-    """Set ``stop`` after ``minutes`` without socket traffic while the queue is empty."""
-    limit = minutes * 60.0
-    while not stop.is_set():
-        await asyncio.sleep(min(IDLE_CHECK_SECONDS, max(0.5, limit / 4)))
-        idle = time.monotonic() - daemon.ipc.last_request
-        if idle >= limit and daemon.queue.pending_count() == 0:
-            logging.getLogger("dexai_memory.daemon").info(
-                "no hook traffic for %.0f minutes and nothing queued: exiting", idle / 60)
-            stop.set()
-
 
 async def serve(ctx: Context, *, schedule: bool, flush_timeout: float, idle_exit_minutes: float,
                 lock_wait: float) -> None:
-    from dexai_memory.daemon import MemoryDaemon
-    from dexai_memory.daemon_control import DaemonLock, read_pid
+    from dexai_memory.daemon.serve import serve as serve_daemon
+    from dexai_memory.errors import DaemonRunning
 
-    settings = ctx.settings
-    ensure_home(settings.home)
-    lock = DaemonLock(settings)
-    if not await asyncio.to_thread(lock.acquire, lock_wait):
-        message = f"a daemon is already running for {settings.home} (pid {read_pid(settings) or '?'})"
-        if lock_wait > 0:  # started by a hook or `daemon start`: another one won the race, fine
-            ctx.emit({"ready": False, "reason": message}, message)
-            return
-        fail(message)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    daemon = MemoryDaemon(settings, serve_socket=True, schedule=schedule, serve_api=True)
+    def ready(report: dict[str, Any]) -> None:
+        ctx.emit(report, f"dexai daemon running (pid {report['pid']}), socket {report['socket']}; "
+                         "Ctrl-C or SIGTERM to stop")
 
-    async def shutdown(req: dict[str, Any]) -> dict[str, Any]:
-        logging.getLogger("dexai_memory.daemon").info("shutdown requested (%s)", req.get("reason") or "?")
-        loop.call_soon(stop.set)
-        return {"stopping": True}
-
-    daemon.ipc.register("daemon.shutdown", shutdown)
     try:
-        from dexai_memory.hooks.actions import register_ipc_ops
-
-        register_ipc_ops(daemon)  # hook.recall, hook.l1_block, ... for command hooks
-        await daemon.start()
-        http = None
-        if settings.daemon.http_port:
-            from dexai_memory.hooks.http_server import HookHttpServer
-
-            http = HookHttpServer(daemon, settings.daemon.http_port)
-            if not await http.start():
-                http = None
-        watch = asyncio.ensure_future(_idle_watch(daemon, idle_exit_minutes, stop)) if idle_exit_minutes > 0 \
-            else None
-        ready = {"ready": True, "pid": os.getpid(), "socket": str(settings.socket_path),
-                 "home": str(settings.home), "ops": sorted(daemon.ipc.handlers),
-                 "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes,
-                 "http_hooks_port": http.port if http is not None else None}
-        ctx.emit(ready, f"dexai daemon running (pid {ready['pid']}), socket {ready['socket']}; "
-                        "Ctrl-C or SIGTERM to stop")
-        try:
-            await stop.wait()
-        finally:
-            if watch is not None:
-                watch.cancel()
-            if http is not None:
-                await http.aclose()
-    finally:
-        await daemon.stop(flush_timeout=flush_timeout)
-        lock.release()
+        await serve_daemon(ctx.settings, schedule=schedule, flush_timeout=flush_timeout,
+                           idle_exit_minutes=idle_exit_minutes, lock_wait=lock_wait, on_ready=ready)
+    except DaemonRunning as exc:
+        if exc.waited:  # started by a hook or `daemon start`: another one won the race
+            ctx.emit({"ready": False, "reason": str(exc)}, str(exc))
+            return
+        fail(str(exc))
     ctx.emit({"stopped": True}, "dexai daemon stopped")
 
 
@@ -172,7 +114,7 @@ def run_cmd(no_schedule: bool, flush_timeout: float, log_level: str, idle_exit_m
 @common_options
 def start(wait: float, ctx: Context) -> None:
     """Start a detached daemon (it exits after daemon.idle_exit_minutes without hook traffic)."""
-    from dexai_memory.daemon_control import lock_held, log_path, spawn, status, wait_until_answering
+    from dexai_memory.daemon.control import lock_held, log_path, spawn, status, wait_until_answering
 
     settings = ctx.settings
     ensure_home(settings.home)
@@ -194,8 +136,8 @@ def start(wait: float, ctx: Context) -> None:
 @common_options
 def stop(timeout: float, ctx: Context) -> None:
     """Stop the daemon of this data directory (queued turns stay on disk)."""
-    from dexai_memory.daemon_control import read_pid
-    from dexai_memory.daemon_control import stop as stop_daemon
+    from dexai_memory.daemon.control import read_pid
+    from dexai_memory.daemon.control import stop as stop_daemon
 
     pid = read_pid(ctx.settings)
     if not stop_daemon(ctx.settings, timeout):
@@ -207,7 +149,7 @@ def stop(timeout: float, ctx: Context) -> None:
 @common_options
 def status(ctx: Context) -> None:
     """Whether a daemon runs for this data directory: pid, version, queue, idle exit, log."""
-    from dexai_memory.daemon_control import status as daemon_status
+    from dexai_memory.daemon.control import status as daemon_status
 
     st = daemon_status(ctx.settings)
     data = st.to_dict()
@@ -230,7 +172,7 @@ def http_token(ctx: Context) -> None:
 
     `dexai daemon http-hooks --install` puts it, with the http hooks, into ~/.claude/settings.json.
     """
-    from dexai_memory.hooks.http_server import hook_token
+    from dexai_memory.daemon.http_hooks import hook_token
 
     ensure_home(ctx.settings.home)
     token = hook_token(ctx.settings.home)
@@ -252,7 +194,7 @@ def http_hooks(ctx: Context, install: bool, settings_file: Path | None) -> None:
     one else can bind 127.0.0.1:<daemon.http_port>. With the daemon down, the plugin's command hooks
     answer as before.
     """
-    from dexai_memory.hooks.http_server import hook_token, http_hook_settings, install_http_hooks
+    from dexai_memory.daemon.http_hooks import hook_token, http_hook_settings, install_http_hooks
 
     port = ctx.settings.daemon.http_port
     if not port:

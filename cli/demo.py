@@ -108,7 +108,7 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
     off), and put the facts back after compaction. No API key is used.
     """
     try:
-        from dexai_memory.daemon_control import lock_held, stop
+        from dexai_memory.daemon.control import lock_held, stop
         from dexai_memory.testing.fakeapi import FakeMessagesAPI, is_compaction_prompt, text_of
         from dexai_memory.testing.harness import (
             ClaudeBinaryNotFound,

@@ -55,7 +55,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         except DexaiMemoryError as exc:
             checks.append(Check("embedder", False, str(exc), "pip install --force-reinstall dexai-memory, or set "
                                 "embedding.backend: none for BM25-only search"))
-    from dexai_memory.hooks.state import PROJECT_ENV, project_key
+    from dexai_memory.daemon.session_state import PROJECT_ENV, project_key
 
     project = project_key({"cwd": os.getcwd()})
     checks.append(Check("project", True, f"memories captured here are stored under {project!r}"
@@ -204,7 +204,7 @@ STALE_QUEUE_SECONDS = 120.0
 def _queue_checks(settings: Settings) -> list[Check]:
     import time
 
-    from dexai_memory.daemon_control import autostart_enabled, lock_held, log_path, status
+    from dexai_memory.daemon.control import autostart_enabled, lock_held, log_path, status
 
     daemon = status(settings, timeout=1.0)
     if daemon.answering:

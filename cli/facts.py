@@ -20,7 +20,7 @@ CATEGORY_NAMES = ("preference", "fact", "insight", "warning", "goal", "instructi
 
 
 def _scope(ctx: Context) -> None:
-    from dexai_memory.hooks.state import project_for
+    from dexai_memory.daemon.session_state import project_for
 
     ctx.project = ctx.project or project_for({"cwd": os.getcwd()})
 

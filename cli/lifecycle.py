@@ -79,7 +79,7 @@ def consolidate(dry_run: bool, all_users: bool, no_cleanup: bool, ctx: Context) 
 
 async def _retry(ctx: Context, ids: tuple[int, ...], list_only: bool) -> dict[str, Any]:
     from dexai_memory.capture.queue import ExtractionQueue
-    from dexai_memory.ipc import ipc_request
+    from dexai_memory.daemon.ipc import ipc_request
 
     settings = ctx.settings
     queue = ExtractionQueue.from_settings(settings).open()

@@ -268,13 +268,14 @@ class HooksConfig:
     subagents: bool = False
     #: Project directories (or names) where memory is switched off.
     disabled_projects: tuple[str, ...] = ()
-    #: Seconds a command hook waits for the daemon before falling back.
-    daemon_timeout_seconds: float = field(default=0.08, metadata=_check(0.0, 60.0))
-    #: Seconds PreCompact / SessionEnd spend extracting queued turns in the hook process itself
-    #: when no daemon answers (offline extractor; what does not fit stays queued).
-    inline_flush_seconds: float = field(default=10.0, metadata=_check(0.0, 55.0))
+    #: Seconds a hook that finds no daemon answering waits for the one it starts before it
+    #: queues the event for the daemon to replay and answers a no-op (PreCompact waits up to
+    #: ``precompact_wait_seconds``).
+    cold_start_wait_seconds: float = field(default=8.0, metadata=_check(0.0, 25.0))
+    #: Seconds PreCompact waits for a daemon to take its checkpoint (the hook's limit is 60).
+    precompact_wait_seconds: float = field(default=50.0, metadata=_check(0.0, 55.0))
     #: Tokens PostToolUse may add about the file, failing command or branch a tool just touched
-    #: (file-aware prefetch, :mod:`dexai_memory.hooks.prefetch`); 0 = off.
+    #: (file-aware prefetch, :mod:`dexai_memory.daemon.prefetch_items`); 0 = off.
     prefetch_tokens: int = field(default=DEFAULT_PREFETCH_TOKENS, metadata=_check(0, 4000))
     #: Most memories one PostToolUse prefetch adds.
     prefetch_items: int = field(default=3, metadata=_check(1, 20))
@@ -300,8 +301,11 @@ class DaemonConfig:
     #: Most memories that job embeds per run (the rest wait for the next run).
     vector_fill_batch: int = field(default=512, metadata=_check(1, 1_000_000))
     #: Hooks start the daemon (detached) when none answers; false when you run it yourself
-    #: (systemd, launchd) or want no background process (hooks then extract inline).
+    #: (systemd, launchd): with none running, hook events wait in the queue for it.
     autostart: bool = True
+    #: Seconds recall waits, right after the daemon started, for the embedding model it loads
+    #: then (so the first prompt is recalled as a warm one is).
+    cold_recall_wait_seconds: float = field(default=3.0, metadata=_check(0.0, 25.0))
     #: Minutes without hook traffic (and with an empty queue) after which a daemon started by
     #: the hooks or ``dexai daemon start`` exits; 0 = never.
     idle_exit_minutes: float = field(default=30.0, metadata=_check(0.0, 10_080.0))
@@ -310,7 +314,7 @@ class DaemonConfig:
     api_port: int = field(default=8765, metadata=_check(0, 65_535))
     #: Port on 127.0.0.1 where the daemon answers the opt-in ``http`` hooks (UserPromptSubmit,
     #: PostToolUse, Stop) with no process start; 0 = off. ``dexai daemon http-hooks --install`` writes
-    #: it into the Claude Code settings (run it again after a change). See :mod:`dexai_memory.hooks.http_server`.
+    #: it into the Claude Code settings (run it again after a change). See :mod:`dexai_memory.daemon.http_hooks`.
     http_port: int = field(default=DEFAULT_HOOK_HTTP_PORT, metadata=_check(0, 65_535))
 
 

@@ -19,6 +19,7 @@ catch ``DexaiMemoryError`` and know it is ours::
     ├── ExtractionError                    extraction failed (kept as a dead letter)
     ├── QueueError                         the extraction queue cannot accept work
     ├── DaemonError (RuntimeError)         the daemon was used in the wrong state (double start, ...)
+    │   └── DaemonRunning                  another daemon holds the data directory
     └── HookError                          a hook could not do its job (never surfaces to the agent)
 
 ``MemoryError`` is a Python builtin and is deliberately never shadowed.
@@ -110,6 +111,14 @@ class QueueError(DexaiMemoryError):
 
 class DaemonError(DexaiMemoryError, RuntimeError):
     """The memory daemon was used in a state that does not allow it (started twice, not running)."""
+
+
+class DaemonRunning(DaemonError):
+    """Another daemon holds the data directory's lock. ``waited``: the caller waited for it to go."""
+
+    def __init__(self, message: str, *, waited: bool = False):
+        super().__init__(message)
+        self.waited = waited
 
 
 class HookError(DexaiMemoryError):

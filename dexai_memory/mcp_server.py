@@ -12,8 +12,8 @@ Claude Code sees ``remember``, ``recall`` and ``forget`` as
   ``$DEXAI_MEMORY_HOME`` and ``<home>/memory.yaml`` apply) are read and the
   configured provider is opened on the first tool call, then kept open.
 * **Same scope as the hooks.** The user is
-  :func:`dexai_memory.hooks.command.user_id_for` (``$DEXAI_MEMORY_USER``, else
-  the login name) and the project :func:`~dexai_memory.hooks.command.project_for`
+  :func:`dexai_memory.hooks.client.user_id_for` (``$DEXAI_MEMORY_USER``, else
+  the login name) and the project :func:`~dexai_memory.hooks.client.project_for`
   (``$DEXAI_MEMORY_PROJECT``, else all of the user's memories); the session is
   ``$CLAUDE_CODE_SESSION_ID`` when Claude Code sets it.
 * **Never crashes.** A bad argument, a broken configuration or a database that

@@ -19,7 +19,7 @@ from dexai_memory.backup import create_backup, list_backups
 from dexai_memory.capture.queue import ExtractionQueue, enqueue_turn
 from dexai_memory.cli.main import cli
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.ipc import IpcServer
+from dexai_memory.daemon.ipc import IpcServer
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.providers.native.vectors import graph_dir
 

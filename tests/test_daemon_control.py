@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from dexai_memory import __version__, daemon_control
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.daemon_control import (
+from dexai_memory.daemon.control import (
     DaemonLock,
     ensure_daemon,
     lock_held,
@@ -31,8 +31,8 @@ from dexai_memory.daemon_control import (
     stop,
     wait_until_answering,
 )
-from dexai_memory.hooks.command import run as run_hook
-from dexai_memory.ipc import ipc_request
+from dexai_memory.daemon.ipc import ipc_request
+from dexai_memory.hooks.client import run as run_hook
 
 
 @pytest.fixture

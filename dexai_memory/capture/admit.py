@@ -14,7 +14,7 @@
 
 The capture paths:
 
-* command hooks (Stop, PostToolUse): :func:`dexai_memory.hooks.command.queue_turn`
+* command hooks (Stop, PostToolUse): :func:`dexai_memory.hooks.client.queue_turn`
   -> :func:`admit` -> :func:`dexai_memory.capture.queue.enqueue_turn` (``queue.db``);
 * Agent SDK hooks in process: ``InProcessBackend.submit`` (:mod:`dexai_memory.hooks.sdk`)
   -> :meth:`dexai_memory.daemon.MemoryDaemon.submit_turn` -> :func:`admit`
@@ -43,12 +43,12 @@ and what it returns             memory, note, commitment, merged text and summar
                                 goes through ``privacy.redact``)
 offline extraction              :mod:`dexai_memory.extraction.offline` (turn text
                                 and captions)
-hook state files (the last      :func:`dexai_memory.hooks.state.redact_for_state`
-prompt, the compaction marker:  (called by :mod:`dexai_memory.hooks.events`)
+hook state files (the last      :func:`dexai_memory.daemon.session_state.redact_for_state`
+prompt, the compaction marker:  (called by :mod:`dexai_memory.daemon.executor`)
 snapshot, last and recent
 prompts)
 the task snapshot memory        the same redacted snapshot (``on_pre_compact``)
-transcript backups              :func:`dexai_memory.hooks.state.backup_transcript`
+transcript backups              :func:`dexai_memory.daemon.session_state.backup_transcript`
 (``<home>/transcripts``)        (every string of every line, through
                                 ``redact_for_state``)
 the ``remember`` tool           :func:`dexai_memory.agent_tools.remember`

@@ -22,7 +22,7 @@ It is stored as a :class:`~dexai_memory.models.MemoryType` ``EPISODE`` memory: `
 is the full form, ``metadata["forms"]`` holds ``summary`` / ``compressed`` / ``index``,
 ``metadata["artifacts"]`` the lists above. Searches skip episodes unless they ask for
 the type, so they never fill the L1 block or the persistent context; the file-aware
-prefetch (:mod:`dexai_memory.hooks.prefetch`) looks them up by file, command and error.
+prefetch (:mod:`dexai_memory.daemon.prefetch_items`) looks them up by file, command and error.
 
 Stdlib only at import time (the command hook builds episodes itself).
 """
@@ -97,7 +97,7 @@ class Episode(NamedTuple):
 def stretch_entries(real: str | None, *, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> list[dict[str, Any]]:
     """The transcript entries after the last ``compact_boundary`` (all of them when there is none);
     [] for a missing or unreadable file. ``real``: a path already checked by the caller
-    (:func:`dexai_memory.hooks.state.transcript_file`: a regular ``.jsonl`` file)."""
+    (:func:`dexai_memory.daemon.session_state.transcript_file`: a regular ``.jsonl`` file)."""
     if not real:
         return []
     raw: list[bytes] = []

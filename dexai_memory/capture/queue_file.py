@@ -3,7 +3,8 @@
 What a hook process needs to put a turn in the extraction queue, with nothing
 but the standard library and no class to build: :func:`connect` (creates the
 file 0600 with its schema, WAL, ``synchronous=NORMAL``, and upgrades a
-version 1 file), :func:`enqueue_turn` (one committed ``INSERT OR IGNORE``),
+version 1 file), :func:`enqueue_turn` (one committed ``INSERT OR IGNORE``), the hook events
+no daemon answered in time (:func:`save_event`, replayed by the daemon at its start),
 :func:`retry_locked` (bounded retries while another process holds the file
 locked) and the worker's lock file (:func:`claim_worker_lock`).
 :class:`~dexai_memory.capture.queue.ExtractionQueue` (the daemon's side)
@@ -30,7 +31,7 @@ from ..models import Turn
 logger = logging.getLogger(__name__)
 
 QUEUE_FILENAME = "queue.db"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY,
@@ -47,6 +48,11 @@ CREATE TABLE IF NOT EXISTS jobs (
     UNIQUE (user_id, turn_id)
 );
 CREATE INDEX IF NOT EXISTS ix_jobs_status ON jobs (status, not_before, id);
+CREATE TABLE IF NOT EXISTS hook_events (
+    id INTEGER PRIMARY KEY,
+    event TEXT NOT NULL,
+    received_at REAL NOT NULL
+);
 CREATE VIEW IF NOT EXISTS dead_letters AS
     SELECT id, user_id, turn_id, payload, attempts, last_error AS error, updated_at AS failed_at
     FROM jobs WHERE status = 'dead';
@@ -169,6 +175,47 @@ def enqueue_turn(path: str | Path, turn: Turn | Mapping[str, Any], *, context: S
     finally:
         conn.close()
 
+
+
+def save_event(path: str | Path, event: Mapping[str, Any]) -> None:
+    """Commit a hook event (:meth:`~dexai_memory.daemon.event.HookEvent.to_json`) no daemon
+    could answer in time; the daemon replays it at its start. Raises :class:`QueueError`."""
+    data = json.dumps(dict(event), ensure_ascii=False)
+    conn = connect(path)
+    try:
+        retry_locked(lambda: conn.execute("INSERT INTO hook_events (event, received_at) VALUES (?, ?)",
+                                          (data, time.time())), "save a hook event")
+    except sqlite3.Error as exc:
+        raise QueueError(f"cannot queue the hook event in {path}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def queued_events(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """The hook events waiting for replay, oldest first, as (row id, event)."""
+    conn = connect(path)
+    try:
+        rows = retry_locked(lambda: conn.execute("SELECT id, event FROM hook_events ORDER BY id").fetchall(),
+                            "read hook events")
+    finally:
+        conn.close()
+    out = []
+    for row, text in rows:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = {}
+        out.append((int(row), data if isinstance(data, dict) else {}))
+    return out
+
+
+def drop_event(path: str | Path, row: int) -> None:
+    """Remove a replayed hook event."""
+    conn = connect(path)
+    try:
+        retry_locked(lambda: conn.execute("DELETE FROM hook_events WHERE id = ?", (row,)), "drop a hook event")
+    finally:
+        conn.close()
 
 
 def claim_worker_lock(path: Path) -> int:

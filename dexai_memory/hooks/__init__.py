@@ -1,21 +1,11 @@
-"""The front end in the agent: Claude Code command hooks and Agent SDK callbacks.
+"""The front ends in the agent: they translate, the daemon's executor decides.
 
-Every hook event is handled once (:mod:`.events`); the front ends only
-translate:
+- :mod:`.client`: the plugin's command hook when ``curl`` cannot reach the daemon: starts
+  it, waits within the event's budget, or queues the event for it to replay;
+- :mod:`.sdk`: Claude Agent SDK callbacks (:func:`memory_hooks`) on a daemon in the same
+  process, or over the socket.
 
-- :mod:`.command`: a Claude Code command hook, stdin JSON in, stdout JSON out
-  (``python -m dexai_memory.hook_runtime EVENT``); talks to the daemon on its
-  socket, or reads the store itself when no daemon answers.
-- :mod:`.sdk`: Claude Agent SDK callbacks (:func:`memory_hooks`) on a daemon or
-  provider in the same process.
-- :mod:`.actions`: what the daemon does for a hook (recall, blocks, snapshots),
-  also served on the daemon's socket.
-- :mod:`.state`: per-session state files (identity, recent prompts, markers,
-  transcript backups).
-- :mod:`.flush`: drains the extraction queue inside a hook when no daemon runs.
-
-This package's ``__init__`` imports nothing: a command hook pays only for what
-it uses.
+This package's ``__init__`` imports nothing: a command hook pays only for what it uses.
 """
 
 from __future__ import annotations

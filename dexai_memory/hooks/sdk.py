@@ -5,19 +5,17 @@
 
     options = ClaudeAgentOptions(hooks=memory_hooks(daemon, user_id="alice"))
 
-The callbacks run the same events as the plugin's command hooks
-(:mod:`dexai_memory.hooks.events`: one implementation for both); only the
-backend differs. ``memory_hooks`` takes:
+A callback only translates: the SDK's hook input becomes a
+:class:`~dexai_memory.daemon.event.HookEvent` and the daemon's executor
+(:mod:`dexai_memory.daemon.executor`, the same one behind the plugin's command
+hooks) answers it. ``memory_hooks`` takes:
 
-* a running ``MemoryDaemon``: recall and blocks from its provider, turns to
-  its queue (redacted, then gated, by :func:`dexai_memory.capture.admit.admit`),
-  PreCompact flushes its queue;
-* a started provider: recall and blocks from it; turns go (admitted the same
-  way) to the durable queue file and are extracted in process (offline extractor) in the background
-  after each turn (Stop does not wait for it) and at PreCompact;
-* :class:`~dexai_memory.config.Settings` (or nothing): exactly what the
-  plugin's command hooks do (the daemon over its socket, started when none
-  answers; keyword recall and inline extraction without it).
+* a running ``MemoryDaemon`` in this process: its executor answers, on this event loop;
+* a started provider: a ``MemoryDaemon`` on it is started in this process at the
+  first callback (no socket, no schedule) and answers the same way; stop it with
+  :meth:`MemoryHooks.aclose`;
+* :class:`~dexai_memory.config.Settings` (or nothing): the daemon of that data directory
+  over its socket, started when none answers, exactly as the plugin's hooks do.
 
 Facts (claude-agent-sdk 0.2.18x): callbacks never fire for SessionStart at
 startup/resume nor for SessionEnd - use the plugin's command hooks (or
@@ -33,17 +31,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from claude_agent_sdk import HookMatcher
 
 from ..config import Settings, load_settings
-from ..models import Turn
+from ..daemon.event import HookEvent
+from ..daemon.session_state import user_id_for
 from ..providers.base import MemoryProvider
-from .actions import HookActions, actions_for_daemon
-from .events import Block, HookBackend, HookContext, handle
-from .state import user_id_for
 
 logger = logging.getLogger(__name__)
 
@@ -53,123 +49,27 @@ DEFAULT_TIMEOUT = 10.0
 PRECOMPACT_TIMEOUT = 45.0
 
 Callback = Any  # claude_agent_sdk.types.HookCallback (its input/output TypedDicts are unions)
-T = TypeVar("T")
 
-#: SDK hook event -> the shared event name (:data:`dexai_memory.hooks.state.EVENTS`).
-SDK_EVENTS = {
-    "UserPromptSubmit": "user-prompt-submit",
-    "SessionStart": "session-start",
-    "PreCompact": "pre-compact",
-    "PostCompact": "post-compact",
-    "PostToolUse": "post-tool-use",
-    "PostToolUseFailure": "post-tool-use",  # the prefetch for a failing command (dexai_memory.hooks.prefetch)
-    "Stop": "stop",
-}
-
-
-class InProcessBackend(HookBackend):
-    """The events' work on a running ``MemoryDaemon`` or a started provider in this process.
-
-    The events run in a worker thread (they are synchronous, shared with the
-    command hooks); each call here runs its coroutine on the caller's event loop.
-    """
-
-    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, *, daemon: Any = None,
-                 provider: MemoryProvider | None = None, timeout: float = PRECOMPACT_TIMEOUT):
-        self.settings = settings
-        self.loop = loop
-        self.daemon = daemon
-        self.timeout = timeout
-        if daemon is not None:
-            self.actions = actions_for_daemon(daemon)
-        else:
-            assert provider is not None
-            self.actions = HookActions(settings, provider, flush=self._drain)
-
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(self.timeout)
-
-    async def _drain(self) -> bool:
-        from .flush import drain_queue
-
-        out = await drain_queue(self.settings, self.actions.provider, self.settings.hooks.inline_flush_seconds)
-        return bool(out.get("flushed"))
-
-    def l1(self, *, user_id: str, query: str | None, recent: Sequence[str], project: str | None,
-           session_id: str | None, snapshot: str | None, after_compaction: bool) -> Block:
-        block = self._call(self.actions.l1(user_id=user_id, query=query, recent=recent, project=project,
-                                           session_id=session_id, snapshot=snapshot,
-                                           after_compaction=after_compaction))
-        return Block(block.text, tuple(m.id for m in block.memories))
-
-    def recall(self, *, user_id: str, prompt: str, recent: Sequence[str], project: str | None,
-               exclude_ids: Sequence[str]) -> Block:
-        result = self._call(self.actions.recall(user_id=user_id, prompt=prompt, recent=recent, project=project,
-                                                exclude_ids=exclude_ids))
-        return Block(result.text, tuple(result.memory_ids))
-
-    def submit(self, turn: dict[str, Any], context: Sequence[str]) -> bool:
-        if self.daemon is not None and hasattr(self.daemon, "submit_turn"):
-            async def submit() -> bool:
-                # the daemon admits the turn itself: capture.admit (and keeps the recent turns for novelty)
-                result = self.daemon.submit_turn(Turn.from_dict(turn))
-                if isinstance(result, Awaitable):
-                    result = await result
-                return bool(getattr(result, "passed", result))
-
-            return self._call(submit())
-        from .command import queue_turn
-
-        return queue_turn(self.settings, turn, context)
-
-    def pre_compact(self, *, user_id: str, session_id: str | None, snapshot: str | None, trigger: str | None,
-                    transcript_backup: str | None, project: str | None) -> dict[str, Any]:
-        return self._call(self.actions.pre_compact(user_id=user_id, session_id=session_id, snapshot=snapshot,
-                                                   trigger=trigger, transcript_backup=transcript_backup,
-                                                   project=project))
-
-    def turn_end(self, *, user_id: str, session_id: str | None, reply: str = "",
-                 injected: Sequence[str] = ()) -> None:
-        # fire and forget, so the reply never waits: the daemon's end-of-turn bookkeeping
-        # (consolidation when due), or extraction of the queued turns on the provider
-        if reply and injected:
-            asyncio.run_coroutine_threadsafe(self.actions.record_usage(
-                user_id=user_id, session_id=session_id, reply=reply, injected=injected), self.loop)
-        if self.daemon is not None:
-            asyncio.run_coroutine_threadsafe(self.actions.session_end(user_id=user_id, session_id=session_id),
-                                             self.loop)
-        else:
-            asyncio.run_coroutine_threadsafe(self._drain(), self.loop)
-
-    def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
-        return self._call(self.actions.session_end(user_id=user_id, session_id=session_id))
-
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
-                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
-        result = self._call(self.actions.prefetch(user_id=user_id, items=items, project=project, local=local,
-                                                  exclude_ids=exclude_ids, max_tokens=max_tokens,
-                                                  max_items=max_items))
-        return Block(result.text, result.memory_ids)
-
-    def episode(self, *, user_id: str, episode: dict[str, Any], project: str | None) -> dict[str, Any]:
-        from ..capture.episodes import Episode
-
-        return self._call(self.actions.episode(user_id=user_id, episode=Episode.from_dict(episode), project=project))
+#: SDK hook events this module answers (PostToolUseFailure runs post-tool-use: the prefetch for a
+#: failing command).
+SDK_EVENTS = ("UserPromptSubmit", "SessionStart", "PreCompact", "PostCompact", "PostToolUse",
+              "PostToolUseFailure", "Stop")
 
 
 class MemoryHooks:
-    """The callbacks behind :func:`memory_hooks`; keep it to :meth:`aclose` an owned provider."""
+    """The callbacks behind :func:`memory_hooks`; keep it to :meth:`aclose` a daemon it started."""
 
     def __init__(self, source: Any, *, user_id: str | None = None, project: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, settings: Settings | None = None):
         self.daemon: Any = None
         self._provider: MemoryProvider | None = None
+        self._owned = False
         if isinstance(source, Settings):
             self.settings = source
         elif isinstance(source, MemoryProvider):
             self.settings = settings or load_settings()
             self._provider = source
-        elif hasattr(source, "provider") and hasattr(source, "settings"):
+        elif hasattr(source, "executor") and hasattr(source, "settings"):
             self.daemon = source
             self.settings = source.settings
         else:
@@ -177,39 +77,49 @@ class MemoryHooks:
         self.user_id = user_id or user_id_for()
         self.project = project
         self.timeout = timeout
-        self._context: HookContext | None = None
+        self._starting: asyncio.Lock | None = None
 
-    def context(self) -> HookContext:
-        """The hook context (built on first use, on the running event loop)."""
-        if self._context is None:
-            backend: HookBackend
-            if self.daemon is None and self._provider is None:
-                from .command import CommandBackend
+    async def _local_daemon(self) -> Any:
+        """The daemon answering in this process (started on the provider at first use), or None
+        when events go over the socket."""
+        if self.daemon is not None or self._provider is None:
+            return self.daemon
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self.daemon is None:
+                from ..daemon.core import MemoryDaemon
 
-                backend = CommandBackend(self.settings)
-            else:
-                backend = InProcessBackend(self.settings, asyncio.get_running_loop(), daemon=self.daemon,
-                                           provider=self._provider)
-            self._context = HookContext(settings=self.settings, backend=backend, user_id=self.user_id,
-                                        project=self.project, source="agent-sdk")
-        return self._context
+                daemon = MemoryDaemon(self.settings, self._provider, schedule=False)
+                await daemon.start()
+                self.daemon, self._owned = daemon, True
+        return self.daemon
+
+    async def answer(self, event: HookEvent) -> dict[str, Any] | str:
+        """The executor's answer to ``event`` (in this process, or over the socket)."""
+        daemon = await self._local_daemon()
+        if daemon is not None:
+            return await daemon.executor.handle(event)
+        from .client import deliver
+
+        return await asyncio.to_thread(deliver, self.settings, event)
 
     async def aclose(self) -> None:
-        """Nothing to close: kept for callers of earlier versions."""
+        """Stop the daemon :func:`memory_hooks` started on a provider (the provider stays open)."""
+        if self._owned and self.daemon is not None:
+            await self.daemon.stop()
+            self.daemon, self._owned = None, False
 
     def _wrap(self, sdk_event: str, timeout: float) -> Callback:
-        event = SDK_EVENTS[sdk_event]
-
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
             payload = dict(input_data) if isinstance(input_data, Mapping) else {}
             try:
-                ctx = self.context()
-                answer = await asyncio.wait_for(asyncio.to_thread(handle, event, payload, ctx), timeout)
+                event = HookEvent.make(sdk_event, payload, source="agent-sdk", user=self.user_id,
+                                       scope=self.project)
+                answer = await asyncio.wait_for(self.answer(event), timeout)
             except TimeoutError:
                 logger.warning("%s memory hook timed out after %ss; continuing without it", sdk_event, timeout)
                 return {}
-            except asyncio.CancelledError:
-                raise
             except Exception:  # a hook never fails the agent: log and answer a no-op
                 logger.exception("%s memory hook failed; continuing without it", sdk_event)
                 return {}
@@ -238,7 +148,8 @@ def memory_hooks(daemon_or_settings: Any = None, *, user_id: str | None = None, 
     ``$USER``; ``project`` scopes recall (default: all of the user's memories)
     and is the project captured turns are stored under (default: the git root
     or directory of the session). Merge with your own hooks by extending the
-    lists per event.
+    lists per event. To stop a daemon started on a provider, build
+    :class:`MemoryHooks` yourself and call its :meth:`~MemoryHooks.aclose`.
     """
     source = daemon_or_settings if daemon_or_settings is not None else (settings or load_settings())
     return MemoryHooks(source, user_id=user_id, project=project, timeout=timeout, settings=settings).as_dict()

@@ -24,7 +24,7 @@ back by relevance, marked "(from tool output ...)" (:func:`display_text`). Every
 Token counts use :func:`dexai_memory.tokens.count_tokens` (the one counter).
 
 This module is stdlib-only (models + tokens): the command-hook fast path
-(:mod:`dexai_memory.hooks.command`) renders blocks with it without loading numpy
+(:mod:`dexai_memory.hooks.client`) renders blocks with it without loading numpy
 or SQLite extensions. :func:`compose_block` formats already chosen memories and
 reports exactly which ones made it in; :func:`gather_block_inputs` fetches them
 from a provider.

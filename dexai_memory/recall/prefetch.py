@@ -1,6 +1,6 @@
 """File-aware prefetch: what is known about a file, an error or a branch the agent just met.
 
-The Claude Code PostToolUse hook (:mod:`dexai_memory.hooks.prefetch`) turns a tool
+The Claude Code PostToolUse hook (:mod:`dexai_memory.daemon.prefetch_items`) turns a tool
 call into :class:`PrefetchItem` s (a file read or edited, a failing command's
 error, a branch switched to); :func:`prefetch` looks each one up in any
 :class:`~dexai_memory.recall.source.RecallSource` (the daemon's provider, or the

@@ -45,7 +45,7 @@ This module also holds :func:`l1_block`, the block injected at session start
 after compaction.
 
 Stdlib-only (models, tokens, block, persistent, ranking): the command hooks' no-daemon
-fallback (:mod:`dexai_memory.hooks.command`) runs these same functions on the
+fallback (:mod:`dexai_memory.hooks.client`) runs these same functions on the
 read-only :class:`~dexai_memory.providers.native.reader.SqliteReader`
 (see :mod:`dexai_memory.recall.source`).
 """

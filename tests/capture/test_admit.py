@@ -20,7 +20,7 @@ from dexai_memory.capture.admit import admit, redact_turn
 from dexai_memory.capture.gate import Gate
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon import MemoryDaemon
-from dexai_memory.hooks.command import queue_turn
+from dexai_memory.hooks.client import queue_turn
 from dexai_memory.models import Turn
 from dexai_memory.privacy import REDACTED
 from dexai_memory.providers.native import NativeProvider

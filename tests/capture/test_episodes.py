@@ -15,8 +15,8 @@ from typing import Any
 
 from dexai_memory.capture.episodes import build_episode, episode_from_transcript, stretch_entries
 from dexai_memory.config import load_settings
+from dexai_memory.daemon.actions import register_ipc_ops
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hooks.actions import register_ipc_ops
 from dexai_memory.models import MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.providers.native.reader import SqliteReader

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from dexai_memory.agent_tools import MemoryTools
 from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
-from dexai_memory.hooks.actions import HookActions
+from dexai_memory.daemon.actions import HookActions
 from dexai_memory.lifecycle.closing import is_completion, matches
 from dexai_memory.models import Memory, MemoryType, utcnow
 from dexai_memory.providers.native import NativeProvider

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from dexai_memory import __version__
 from dexai_memory.capture.queue import ExtractionQueue, Job
 from dexai_memory.cli.main import cli
+from dexai_memory.daemon.ipc import ipc_request
 from dexai_memory.errors import ExtractionError
-from dexai_memory.ipc import ipc_request
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Turn, utcnow
 from dexai_memory.providers.native import NativeProvider
 

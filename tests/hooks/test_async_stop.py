@@ -1,6 +1,6 @@
 """Stop runs async in the plugin (issue 15): the turn it closes, SessionEnd's catch-up when it was
 killed, and the next prompt's UserPromptSubmit racing it. A recording backend (our own
-:class:`~dexai_memory.hooks.events.HookBackend`) shows what reaches the queue."""
+:class:`~dexai_memory.daemon.executor.HookBackend`) shows what reaches the queue."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.hooks.events import Block, HookBackend, HookContext, handle
-from dexai_memory.hooks.state import (
+from dexai_memory.daemon.executor import Block, HookBackend, HookContext, handle
+from dexai_memory.daemon.session_state import (
     load_session,
     pending_prompts,
     process_start_time,
@@ -116,7 +116,7 @@ def test_a_stop_leaves_the_prompt_submitted_after_it_started_to_its_own_stop(iso
     started = time.time()  # Stop 1 starts here ...
     time.sleep(0.01)
     submit_prompt(ctx, "Second: the prod host is heron-9.", "p2")  # ... and prompt 2 arrives before it reads
-    from dexai_memory.hooks.events import close_turn
+    from dexai_memory.daemon.executor import close_turn
 
     close_turn(ctx, {"session_id": SID}, "Reply one.", started=started)
     assert f"{SID}:user:p1" in backend.queued and f"{SID}:user:p2" not in backend.queued

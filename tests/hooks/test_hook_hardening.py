@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dexai_memory.config import load_settings
-from dexai_memory.hooks.state import project_key
+from dexai_memory.daemon.session_state import project_key
 from dexai_memory.providers.native.driver import store_sqlite
 
 SECRET = "sk-ant-api03-" + "Zq7Xr2Lm9Vt4Bn8Kc1Pw6Hy3Jd5Fs0Ga" * 2

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from dexai_memory.config import Settings, load_settings
+from dexai_memory.daemon.actions import register_ipc_ops
+from dexai_memory.daemon.ipc import IpcServer
 from dexai_memory.embeddings import Embedder
 from dexai_memory.hooks import state as hook_state
-from dexai_memory.hooks.actions import register_ipc_ops
-from dexai_memory.ipc import IpcServer
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 
@@ -155,7 +155,7 @@ def test_hook_process_imports_no_heavy_module(home: Path, tmp_path: Path) -> Non
     extraction pipeline (they extract the queue inline)."""
     code = (
         "import io, json, sys\n"
-        "from dexai_memory.hooks.command import run\n"
+        "from dexai_memory.hooks.client import run\n"
         "for ev, p in [('session-start', {'source': 'startup'}), ('user-prompt-submit', {'prompt': 'deploy hint'}),"
         " ('post-tool-use', {'tool_name': 'Bash', 'tool_response': 'Deployed to staging for Sarah tomorrow'}),"
         " ('stop', {'last_assistant_message': 'I will remember you prefer tea'}), ('post-compact', {})]:\n"
@@ -172,7 +172,7 @@ def test_the_prompt_hook_without_a_daemon_imports_only_what_it_uses(home: Path) 
     no IPC client (socket), no queue, gate or extraction; and the answer is still the recall."""
     code = (
         "import io, json, sys\n"
-        "from dexai_memory.hooks.command import run\n"
+        "from dexai_memory.hooks.client import run\n"
         "out = io.StringIO()\n"
         "run('user-prompt-submit', io.StringIO(json.dumps({'session_id': 'x', 'prompt': 'deploy password hint'})),"
         " out)\n"
@@ -183,7 +183,7 @@ def test_the_prompt_hook_without_a_daemon_imports_only_what_it_uses(home: Path) 
                           env={**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"})
     answer, modules = json.loads(proc.stdout)
     assert "PINEAPPLE-42" in answer
-    unused = {"dexai_memory.hooks.prefetch", "shlex", "socket", "dexai_memory.ipc", "dexai_memory.capture.gate",
+    unused = {"dexai_memory.daemon.prefetch_items", "shlex", "socket", "dexai_memory.daemon.ipc", "dexai_memory.capture.gate",
               "dexai_memory.capture.queue_file", "dexai_memory.capture.admit", "dexai_memory.extraction",
               "subprocess", "asyncio", "hashlib"}
     assert unused.isdisjoint(modules), sorted(unused & set(modules))

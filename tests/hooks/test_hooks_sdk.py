@@ -142,7 +142,7 @@ async def test_with_a_running_daemon(tmp_path: Path) -> None:
     import tempfile
 
     from dexai_memory.daemon import MemoryDaemon
-    from dexai_memory.hooks.actions import register_ipc_ops
+    from dexai_memory.daemon.actions import register_ipc_ops
 
     home = Path(tempfile.mkdtemp(prefix="dxd"))  # Unix socket paths must stay short
     settings = load_settings(home=home)

@@ -1,4 +1,4 @@
-"""The daemon's HTTP front end for Claude Code http hooks (dexai_memory.hooks.http_server), the
+"""The daemon's HTTP front end for Claude Code http hooks (dexai_memory.daemon.http_hooks), the
 launcher's fast path that defers to it, and the real CLI calling it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from dexai_memory.config import DEFAULT_HOOK_HTTP_PORT, load_settings
 from dexai_memory.daemon import MemoryDaemon
-from dexai_memory.hooks.http_server import HTTP_FILE, TOKEN_FILE, HookHttpServer, http_hook_settings
+from dexai_memory.daemon.http_hooks import HTTP_FILE, TOKEN_FILE, HookHttpServer, http_hook_settings
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession.rules import OfflineClassifier

@@ -24,7 +24,7 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
-from dexai_memory.daemon_control import lock_held, read_pid, stop, wait_until_answering
+from dexai_memory.daemon.control import lock_held, read_pid, stop, wait_until_answering
 from dexai_memory.providers.native.driver import store_sqlite
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
 from dexai_memory.testing.fakeapi import (

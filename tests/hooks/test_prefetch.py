@@ -18,10 +18,10 @@ import pytest
 
 from dexai_memory.capture.episodes import build_episode
 from dexai_memory.config import load_settings
+from dexai_memory.daemon.actions import register_ipc_ops
+from dexai_memory.daemon.prefetch_items import branch_of, items_for, prefetch_file
 from dexai_memory.embeddings import Embedder
 from dexai_memory.hooks import state as hook_state
-from dexai_memory.hooks.actions import register_ipc_ops
-from dexai_memory.hooks.prefetch import branch_of, items_for, prefetch_file
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.tokens import count_tokens
@@ -202,7 +202,7 @@ def test_the_prefetch_path_imports_no_heavy_module(home: Path) -> None:
     """No embedder, numpy or sqlean on PostToolUse: the prefetch reads with BM25 when no daemon answers."""
     code = (
         "import io, json, sys\n"
-        "from dexai_memory.hooks.command import run\n"
+        "from dexai_memory.hooks.client import run\n"
         f"for p in [{{'tool_name': 'Read', 'tool_input': {{'file_path': '{CWD}/src/billing/invoice.py'}}}},"
         " {'tool_name': 'Bash', 'tool_input': {'command': 'python x.py'}, 'hook_event_name': 'PostToolUseFailure',"
         "  'error': 'ConnectionResetError: reset'},"

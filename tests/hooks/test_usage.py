@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from dexai_memory.cli.main import cli
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.hooks.actions import HookActions
+from dexai_memory.daemon.actions import HookActions
 from dexai_memory.hooks.sdk import memory_hooks
 from dexai_memory.lifecycle.usage import used_in
 from dexai_memory.models import Memory, MemoryType
@@ -79,7 +79,7 @@ async def test_sdk_hooks_count_a_citation_once_per_session(provider: NativeProvi
 
 
 async def test_daemon_socket_operation_counts_citations(provider: NativeProvider, settings: Settings) -> None:
-    from dexai_memory.hooks.actions import register_ipc_ops
+    from dexai_memory.daemon.actions import register_ipc_ops
 
     class Daemon:  # what register_ipc_ops reads from a daemon: its socket server and provider
         def __init__(self) -> None:

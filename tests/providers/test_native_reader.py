@@ -96,7 +96,7 @@ def test_the_fallback_loads_no_event_loop_or_heavy_module(store: Path, isolated_
     (isolated_home / "memory.db").write_bytes(store.read_bytes())
     code = (
         "import io, json, sys\n"
-        "from dexai_memory.hooks.command import run\n"
+        "from dexai_memory.hooks.client import run\n"
         "outs = []\n"
         "for ev, p in [('session-start', {'source': 'startup', 'session_id': 'x'}),\n"
         "              ('user-prompt-submit', {'prompt': 'where does my sister live?', 'session_id': 'y'})]:\n"

@@ -1,7 +1,7 @@
-"""Hook state shared by every front end (command hooks, Agent SDK callbacks): who and where
-(user, project), per-session state files, the compaction marker, and reading the transcript.
+"""The daemon's per-session hook state: who and where (user, project, from the hook's
+environment), per-session state files, the compaction marker, and reading the transcript.
 
-Stdlib only: command hooks import it in a fresh process for every event.
+Stdlib only: the command hook's client imports the identity helpers.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,31 +36,46 @@ RECENT_MESSAGES = 6
 MAX_TOOL_TEXT = 4000
 
 # --------------------------------------------------------------------------- identity
+#: The hook process's environment variables that decide who and where (passed to the daemon
+#: with every event: the daemon's own environment is not the session's).
+HOOK_ENV = (USER_ENV, "USER", PROJECT_ENV, "DEXAI_MEMORY_DISABLED", "CLAUDE_PROJECT_DIR")
+
+Env = Mapping[str, str]
 
 
-def user_id_for(payload: dict[str, Any] | None = None) -> str:
+def hook_env(environ: Env | None = None) -> dict[str, str]:
+    """The :data:`HOOK_ENV` variables set in ``environ`` (default: this process's)."""
+    source = os.environ if environ is None else environ
+    return {k: str(source[k]) for k in HOOK_ENV if source.get(k)}
+
+
+def user_id_for(env: Env | None = None) -> str:
     """``$DEXAI_MEMORY_USER``, else the login name, else 'default' (like the CLI)."""
-    return os.environ.get(USER_ENV) or os.environ.get("USER") or "default"
+    env = os.environ if env is None else env
+    return env.get(USER_ENV) or env.get("USER") or "default"
 
 
-def project_for(payload: dict[str, Any]) -> str | None:
+def project_for(env: Env | None = None) -> str | None:
     """Recall scope: ``$DEXAI_MEMORY_PROJECT`` if set, else None (all of the user's memories)."""
-    return os.environ.get(PROJECT_ENV) or None
+    env = os.environ if env is None else env
+    return env.get(PROJECT_ENV) or None
 
 
-def project_dir(payload: dict[str, Any]) -> str:
-    return str(payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+def project_dir(payload: Mapping[str, Any], env: Env | None = None) -> str:
+    env = os.environ if env is None else env
+    return str(payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
 
 
-def project_key(payload: dict[str, Any]) -> str:
+def project_key(payload: Mapping[str, Any], env: Env | None = None) -> str:
     """The project captured memories are stored under, the same on every path:
     ``$DEXAI_MEMORY_PROJECT`` when set (recall filters by it too), else the git root of the
     session's directory, else that directory's full path (so ``/work/a/app`` and
     ``/work/b/app`` stay apart)."""
-    env = os.environ.get(PROJECT_ENV)
-    if env:
-        return env
-    cwd = os.path.abspath(project_dir(payload))
+    env = os.environ if env is None else env
+    scoped = env.get(PROJECT_ENV)
+    if scoped:
+        return scoped
+    cwd = os.path.abspath(project_dir(payload, env))
     path = cwd
     for _ in range(64):
         if os.path.exists(os.path.join(path, ".git")):
@@ -72,17 +87,18 @@ def project_key(payload: dict[str, Any]) -> str:
     return cwd
 
 
-def memory_disabled(settings: Settings, payload: dict[str, Any]) -> str | None:
+def memory_disabled(settings: Settings, payload: Mapping[str, Any], env: Env | None = None) -> str | None:
     """Why memory is off for this hook call (None when it is on).
 
     ``hooks.enabled: false``; the project directory (or its name) listed in
     ``hooks.disabled_projects``; a subagent's hook (``agent_id`` in the input)
-    unless ``hooks.subagents: true``; ``$DEXAI_MEMORY_DISABLED`` set.
+    unless ``hooks.subagents: true``; ``$DEXAI_MEMORY_DISABLED`` set in the hook's environment.
     """
-    if not settings.hooks.enabled or os.environ.get("DEXAI_MEMORY_DISABLED"):
+    env = os.environ if env is None else env
+    if not settings.hooks.enabled or env.get("DEXAI_MEMORY_DISABLED"):
         return "disabled"
-    cwd = project_dir(payload)
-    names = {cwd, os.path.basename(cwd.rstrip("/")), os.environ.get("CLAUDE_PROJECT_DIR", "")}
+    cwd = project_dir(payload, env)
+    names = {cwd, os.path.basename(cwd.rstrip("/")), env.get("CLAUDE_PROJECT_DIR", "")}
     for entry in settings.hooks.disabled_projects:
         entry_path = os.path.expanduser(entry).rstrip("/")
         if entry in names or entry_path in names or (entry_path.startswith("/") and cwd.startswith(entry_path + "/")):
@@ -211,7 +227,7 @@ def state_lock(settings: Settings) -> Iterator[None]:
 
 def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[str], *,
                       reset: bool = False, prompt: str | None = None, prompt_id: str | None = None,
-                      extra: dict[str, Any] | None = None) -> None:
+                      extra: dict[str, Any] | None = None, at: float | None = None) -> None:
     """Record injected memory ids (``reset`` after compaction: the old injections are gone),
     the last prompt of the session (already redacted by the caller, :func:`redact_for_state`)
     and ``extra`` keys. The prompt is also added to ``pending`` (with the time it was
@@ -228,7 +244,8 @@ def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[
             state["last_prompt"] = prompt[:4000]
             state.pop("prompt_id", None)  # kept in ``pending`` now (read only from older state files)
             if prompt.strip():
-                pending.append({"prompt": prompt[:4000], "prompt_id": prompt_id, "at": time.time()})
+                pending.append({"prompt": prompt[:4000], "prompt_id": prompt_id,
+                                "at": time.time() if at is None else at})
             state["pending"] = pending[-MAX_PENDING:]
         save_session(settings, session_id, state)
 
@@ -307,7 +324,7 @@ def transcript_file(path: Any) -> str | None:
     if not stat.S_ISREG(st.st_mode) or not real.endswith(".jsonl"):
         import logging
 
-        logging.getLogger("dexai_memory.hooks.state").warning(
+        logging.getLogger("dexai_memory.daemon.session_state").warning(
             "ignored transcript_path %r: not a regular .jsonl file", path)
         return None
     return real

@@ -7,9 +7,7 @@ about the file, failing command or branch the tool just touched.
   non-zero exit code): memories and episodes naming its exception, quoted names or words;
 * ``git checkout <branch>`` / ``git switch <branch>``: memories and episodes naming the branch.
 
-The lookup is :func:`dexai_memory.recall.prefetch.prefetch` (the daemon's ``hook.prefetch``
-socket operation when one answers, else BM25 on the read-only SQLite reader in this process);
-the answer is the hook's ``hookSpecificOutput.additionalContext``, at most
+The lookup is :func:`dexai_memory.recall.prefetch.prefetch`, run by the daemon's executor; the answer is the hook's ``hookSpecificOutput.additionalContext``, at most
 ``hooks.prefetch_tokens`` tokens (0 = off) and ``hooks.prefetch_items`` memories. Each item is
 looked up once per session, and memories already in the conversation (the L1 block, auto-recall,
 earlier prefetches: the session state's ``injected`` ids) are never repeated. What it shows is
@@ -19,34 +17,29 @@ another project (another repository's ``src/app.py``) are left out, those of no 
 The items looked up are kept in ``<home>/hooks/prefetch-<session>.json`` (0600), cleared after a
 compaction (the context it was in is gone), pruned with the other hook state after 7 idle days
 (kept at SessionEnd: a resumed session still shows what was prefetched).
-
-Stdlib only (the command hook imports it on every tool call).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
-from .state import load_session, project_key, remember_injected, safe_id, state_dir, write_json
+from .session_state import load_session, remember_injected, safe_id, state_dir, write_json
 
 if TYPE_CHECKING:
     from ..recall.prefetch import PrefetchItem
 
+#: ``lookup(items, project=, local=, exclude_ids=, max_tokens=, max_items=)`` -> a block with
+#: ``text`` and ``memory_ids`` (:func:`dexai_memory.recall.prefetch.prefetch` on the store).
+Lookup = Callable[..., Awaitable[Any]]
 
-class PrefetchBackend(Protocol):
-    """The part of :class:`~dexai_memory.hooks.events.HookBackend` the prefetch uses."""
-
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
-                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Any:
-        """A block (``text``, ``memory_ids``) of what is known about ``items``."""
-        ...
 
 #: Tools whose ``file_path`` names the file they read or change.
 FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
@@ -129,12 +122,14 @@ def items_for(payload: dict[str, Any], *, branches: bool = True) -> list[Prefetc
     return [item] if item is not None else []
 
 
-def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str, Any], *, user_id: str,
-                 project: str | None, branches: bool = True) -> str:
+async def run_prefetch(settings: Settings, lookup: Lookup, payload: dict[str, Any], *, project: str | None,
+                       local: str, branches: bool = True) -> str:
     """The prefetch text for one tool call ("" when off, nothing new, or nothing known), and the
-    session's prefetch state updated. ``branches=False``: no branch item (the plugin's async
-    PostToolUse entry leaves ``git checkout``/``git switch`` to its synchronous entry, whose
-    answer reaches the very next request)."""
+    session's prefetch state updated. ``lookup`` is the provider's
+    :func:`~dexai_memory.recall.prefetch.prefetch` bound to the user; ``local`` the session's
+    project key. ``branches=False``: no branch item (the plugin's async PostToolUse entry leaves
+    ``git checkout``/``git switch`` to its synchronous entry, whose answer reaches the very next
+    request)."""
     sid = payload.get("session_id")
     budget = settings.hooks.prefetch_tokens
     if budget <= 0:
@@ -142,34 +137,21 @@ def run_prefetch(settings: Settings, backend: PrefetchBackend, payload: dict[str
     items = items_for(payload, branches=branches)
     if not items:
         return ""
-    state = load_state(settings, sid)
+    state, session = await asyncio.to_thread(lambda: (load_state(settings, sid), load_session(settings, sid)))
     done = set(state.get("items") or [])
     items = [i for i in items if i.key not in done]
     if not items:
         return ""
-    exclude = [str(i) for i in load_session(settings, sid).get("injected") or []]
-    block = backend.prefetch(user_id=user_id, items=items, project=project, local=project or project_key(payload),
-                             exclude_ids=exclude, max_tokens=budget, max_items=settings.hooks.prefetch_items)
+    exclude = [str(i) for i in session.get("injected") or []]
+    block = await lookup(items, project=project, local=local, exclude_ids=exclude, max_tokens=budget,
+                         max_items=settings.hooks.prefetch_items)
     state["items"] = [*(state.get("items") or []), *(i.key for i in items)][-MAX_REMEMBERED:]
-    write_json(prefetch_file(settings, sid), state)
-    if block.memory_ids:
-        # shown now: auto-recall does not repeat them, and Stop counts their citations in the reply
-        remember_injected(settings, sid, block.memory_ids)
-    return block.text
 
+    def save() -> None:
+        write_json(prefetch_file(settings, sid), state)
+        if block.memory_ids:
+            # shown now: auto-recall does not repeat them, and Stop counts their citations in the reply
+            remember_injected(settings, sid, block.memory_ids)
 
-def items_to_json(items: Sequence[PrefetchItem]) -> list[list[Any]]:
-    """Items as JSON (the daemon's ``hook.prefetch`` request)."""
-    return [[i.kind, i.key, i.query, list(i.strong), list(i.weak)] for i in items]
-
-
-def items_from_json(data: Any) -> list[PrefetchItem]:
-    """Items from :func:`items_to_json`'s form (malformed entries skipped)."""
-    from ..recall.prefetch import PrefetchItem
-
-    out = []
-    for row in data if isinstance(data, list) else []:
-        if isinstance(row, list) and len(row) == 5:
-            out.append(PrefetchItem(str(row[0]), str(row[1]), str(row[2]), tuple(str(s) for s in row[3] or []),
-                                    tuple(str(w) for w in row[4] or [])))
-    return out
+    await asyncio.to_thread(save)
+    return str(block.text)

@@ -3,24 +3,16 @@
 Claude Code starts a new process for every hook event; it must stay fast, so
 the client side (:func:`ipc_request`) uses only ``socket`` and ``json``.
 
-Protocol: newline-delimited JSON over ``settings.socket_path`` (mode 0600).
+Protocol: newline-delimited JSON over ``settings.socket_path`` (mode 0600); a connection
+whose first line is ``POST /hook/<event>`` speaks HTTP/1.1 instead, for the plugin's launcher
+(``curl --unix-socket``: one hook event, answered and closed, see :meth:`IpcServer._http`).
 A request is one line ``{"op": "<name>", ...}``; the answer is one line
 ``{"ok": true, ...}`` or ``{"ok": false, "error": "<message>"}``. Every
 answer carries ``version``, the daemon's package version. A connection may
-carry several requests in turn. Built-in operations (the
-daemon registers them, see :mod:`dexai_memory.daemon`):
-
-``ping``          -> ``pid``, ``state``
-``daemon.shutdown`` ``reason``? -> ``{}`` (the daemon stops: ``dexai daemon stop``, a version change)
-``enqueue``       ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``
-``queue.notify``  -> ``{}`` (a hook wrote to queue.db directly: look now)
-``flush``         ``timeout``? -> ``flushed``, ``pending``
-``health``        -> the daemon's :meth:`~dexai_memory.daemon.MemoryDaemon.health`
-
-Other components add operations with :meth:`IpcServer.register` (the hooks
-register ``hook.recall``, ``hook.l1_block``, ...). A handler is an async
-callable taking the request dict and returning a dict; our own errors become
-``{"ok": false, "error": ...}`` and the server keeps serving.
+carry several requests in turn. The daemon's operations are listed in
+:mod:`dexai_memory.daemon.ops`. A handler is an async callable taking the request dict
+and returning a dict; our own errors become ``{"ok": false, "error": ...}`` and the
+server keeps serving.
 """
 
 from __future__ import annotations
@@ -34,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .version import __version__
+from ..version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +35,8 @@ Handler = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
 MAX_LINE = 4 * 1024 * 1024
 #: Longest path a Unix socket address can have on Linux (sun_path is 108 bytes).
 MAX_SOCKET_PATH = 107
+#: Header prefix (lower case) of a hook's identity variables in an HTTP request on the socket.
+ENV_HEADER = "x-dexai-env-"
 
 
 # --------------------------------------------------------------------------- client (stdlib only)
@@ -129,7 +123,7 @@ class IpcServer:
         """
         import asyncio
 
-        from .errors import DexaiMemoryError
+        from ..errors import DexaiMemoryError
 
         if self._server is not None:
             return
@@ -165,7 +159,7 @@ class IpcServer:
 
     async def dispatch(self, request: Any) -> dict[str, Any]:
         """The answer to one decoded request."""
-        from .errors import DexaiMemoryError
+        from ..errors import DexaiMemoryError
 
         if not isinstance(request, dict) or not isinstance(request.get("op"), str):
             return {"ok": False, "error": "a request is a JSON object with a string 'op'"}
@@ -194,6 +188,7 @@ class IpcServer:
             writer.close()
             return
         try:
+            first = True
             while True:
                 try:
                     line = await reader.readline()
@@ -203,6 +198,10 @@ class IpcServer:
                     return
                 if not line:
                     return
+                if first and line.startswith(b"POST /"):
+                    await self._http(line, reader, writer)
+                    return
+                first = False
                 if not line.strip():
                     continue
                 try:
@@ -210,12 +209,7 @@ class IpcServer:
                 except ValueError as exc:
                     answer: dict[str, Any] = {"ok": False, "error": f"not JSON: {exc}"}
                 else:
-                    try:
-                        answer = await self.dispatch(request)
-                    except Exception as exc:  # a bug in a handler must not take the daemon down
-                        logger.exception("socket op %r crashed", request.get("op") if isinstance(request, dict)
-                                         else None)
-                        answer = {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
+                    answer = await self._answer(request)
                 writer.write(json.dumps(answer, default=str).encode() + b"\n")
                 await writer.drain()
         except (ConnectionError, BrokenPipeError):
@@ -226,3 +220,52 @@ class IpcServer:
                 await writer.wait_closed()
             except (ConnectionError, BrokenPipeError):
                 pass
+
+    async def _answer(self, request: Any) -> dict[str, Any]:
+        try:
+            return await self.dispatch(request)
+        except Exception as exc:  # a bug in a handler must not take the daemon down
+            logger.exception("socket op %r crashed", request.get("op") if isinstance(request, dict) else None)
+            return {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
+
+    async def _http(self, request_line: bytes, reader: Any, writer: Any) -> None:
+        """One hook event over HTTP/1.1 on this socket (the plugin's launcher sends it with
+        ``curl --unix-socket``): ``POST /hook/<event>[?async=1]``, the hook's JSON input as the
+        body, the hook's identity variables as ``X-Dexai-Env-<NAME>`` headers. Always answers
+        200 with the hook's answer as the body (a no-op when anything failed), then closes."""
+        from urllib.parse import parse_qs, urlsplit
+
+        headers: dict[str, str] = {}
+        while True:
+            line = await reader.readline()
+            if not line or line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        try:
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            length = 0
+        body = await reader.readexactly(length) if 0 < length <= MAX_LINE else b""
+        parts = request_line.decode("latin-1").split()
+        url = urlsplit(parts[1] if len(parts) > 1 else "/")
+        event = url.path.removeprefix("/hook/") if url.path.startswith("/hook/") else ""
+        env = {name[len(ENV_HEADER):].upper(): value for name, value in headers.items()
+               if name.startswith(ENV_HEADER) and value}
+        try:
+            payload = json.loads(body.decode("utf-8", "replace")) if body.strip() else {}
+        except ValueError:
+            payload = None
+        answer = await self._answer({"op": "hook.event", "event": event, "payload": payload, "env": env,
+                                     "background": parse_qs(url.query).get("async") == ["1"],
+                                     "received": time.time()})
+        reply = answer.get("answer")
+        if reply is None:
+            reply = "" if event == "pre-compact" else {}
+        text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        data = text.encode("utf-8", "replace")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + (b"text/plain" if isinstance(reply, str)
+                                                               else b"application/json")
+                     + b"; charset=utf-8\r\nConnection: close\r\nContent-Length: "
+                     + str(len(data)).encode() + b"\r\n\r\n" + data)
+        await writer.drain()

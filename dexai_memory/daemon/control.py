@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .config import Settings
-from .version import __version__
+from ..config import Settings
+from ..version import __version__
 
-logger = logging.getLogger("dexai_memory.daemon_control")
+logger = logging.getLogger("dexai_memory.daemon.control")
 
 #: Environment override of ``daemon.autostart`` ("0"/"false" off, "1"/"true" on).
 AUTOSTART_ENV = "DEXAI_DAEMON_AUTOSTART"

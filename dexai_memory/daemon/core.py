@@ -13,7 +13,7 @@ work itself):
   user of the store;
 * a **health monitor** every ``daemon.health_interval_seconds``: provider
   health, queue depth, batch latency, dead letters;
-* an :class:`~dexai_memory.ipc.IpcServer` on ``settings.socket_path`` when
+* an :class:`~dexai_memory.daemon.ipc.IpcServer` on ``settings.socket_path`` when
   ``serve_socket`` is true (``dexai daemon``), for command hooks.
 * the local HTTP API and the panel (:class:`~dexai_memory.api.server.ApiServer`)
   on 127.0.0.1:``daemon.api_port`` when ``serve_api`` is true (``dexai daemon``),
@@ -48,25 +48,27 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
-from .capture.admit import admit
-from .capture.queue import ExtractionQueue, Job
-from .embeddings import bulk_embedder
-from .errors import DaemonError, DexaiMemoryError, QueueError
+from ..capture.admit import admit
+from ..capture.queue import ExtractionQueue, Job
+from ..embeddings import bulk_embedder
+from ..errors import DaemonError, DexaiMemoryError, QueueError
+from ..models import Turn, utcnow
+from ..pipeline import RECENT_TURNS, Pipeline
+from .executor import EventExecutor
 from .ipc import IpcServer
-from .models import Turn, utcnow
-from .pipeline import RECENT_TURNS, Pipeline
+from .ops import socket_ops
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
     from apscheduler.triggers.base import BaseTrigger
 
-    from .api.server import ApiServer
-    from .capture.gate import Gate, GateResult
-    from .config import ConsolidationConfig, Settings
-    from .consolidation import Summarizer
-    from .extraction.base import Extractor, FormWriter
-    from .providers.base import MemoryProvider
-    from .supersession.classifier import UpdateClassifier
+    from ..api.server import ApiServer
+    from ..capture.gate import Gate, GateResult
+    from ..config import ConsolidationConfig, Settings
+    from ..consolidation import Summarizer
+    from ..extraction.base import Extractor, FormWriter
+    from ..providers.base import MemoryProvider
+    from ..supersession.classifier import UpdateClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +154,9 @@ class MemoryDaemon:
         self._last_health: dict[str, Any] = {}
         self.runs: collections.Counter[str] = collections.Counter()
         self.last_reports: dict[str, Any] = {}
+        #: The one event executor (hook events, recall) every door calls.
+        self.executor = EventExecutor(self)
+        self._warm: asyncio.Task[Any] | None = None
         for op, handler in socket_ops(self).items():
             self.ipc.register(op, handler)
 
@@ -192,21 +197,23 @@ class MemoryDaemon:
 
     async def _start_parts(self) -> None:
         if self._provider is None:
-            from .providers import make_provider
+            from ..providers import make_provider
 
             self._provider = make_provider(self.settings)
             await self._provider.start()
         provider = self._provider
         classifier = self._classifier
         if classifier is None:
-            from .extraction.factory import make_classifier
+            from ..extraction.factory import make_classifier
 
             classifier = make_classifier(self.settings)
         self.pipeline = Pipeline(provider, self.settings, gate=self._gate, extractor=self._extractor,
                                  classifier=classifier)
         _ = self.pipeline.gate, self.pipeline.extractor  # build them now, not on the first turn
         self.pipeline.journal = self.queue.save_notes  # extracted notes survive a crash before storage
+        self._warm = self._spawn(self._warm_up(), name="warm-up")
         await self._claim_queue()
+        await self._replay_events()
         self._spawn(self._supervise("queue-worker", self._run_worker))
         self._spawn(self._health_loop())
         if self.schedule:
@@ -217,8 +224,8 @@ class MemoryDaemon:
             async def serve_api() -> None:
                 try:  # after start() returns; its imports (~0.5 s) in a thread, off the event loop
                     await asyncio.to_thread(importlib.import_module, "dexai_memory.api.app")
-                    from .api.requests import default_user
-                    from .api.server import ApiServer
+                    from ..api.requests import default_user
+                    from ..api.server import ApiServer
 
                     api = ApiServer(self.settings, provider, default_user())
                     if await api.start(self.settings.daemon.api_port):
@@ -240,6 +247,24 @@ class MemoryDaemon:
                 if time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(0.2)
+
+    async def _replay_events(self) -> None:
+        """Run the hook events a client queued while no daemon answered (oldest first), before
+        the socket serves new ones: the prompts they recorded, the turns they end, the tool
+        results they carry are captured as if the daemon had been up."""
+        from ..capture.queue_file import drop_event, queued_events
+        from .event import BadEvent, HookEvent
+        from .ops import run_event
+
+        for row, data in await asyncio.to_thread(queued_events, self.queue.path):
+            try:
+                event = HookEvent.from_json(data, replayed=True)
+            except BadEvent as exc:
+                logger.warning("a queued hook event was not replayed: %s", exc)
+            else:
+                await run_event(self, event)
+                self.runs["replayed-events"] += 1
+            await asyncio.to_thread(drop_event, self.queue.path, row)
 
     async def stop(self, flush_timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
         """Stop accepting work, let the worker finish what is due (up to ``flush_timeout``
@@ -404,7 +429,7 @@ class MemoryDaemon:
 
     async def users(self) -> list[str]:
         """Users to maintain: every user of the store when it can list them, else those seen."""
-        from .consolidation import known_users
+        from ..consolidation import known_users
 
         return sorted(set(await known_users(self.provider)) | self._users)
 
@@ -412,18 +437,18 @@ class MemoryDaemon:
         """The summarizer and the compression forms' writer (the model when extraction has one,
         else the offline ones), made at the first run and kept."""
         if self._summarizer is None:
-            from .extraction.factory import make_summarizer
+            from ..extraction.factory import make_summarizer
 
             self._summarizer = make_summarizer(self.settings)
         if self._form_writer is None:
-            from .extraction.factory import make_form_writer
+            from ..extraction.factory import make_form_writer
 
             self._form_writer = make_form_writer(self.settings)
         return self._summarizer, self._form_writer
 
     async def run_consolidation(self, user_id: str | None = None) -> dict[str, Any]:
         """Consolidate one user's memories (or every user's) now; returns the reports."""
-        from .consolidation import consolidate
+        from ..consolidation import consolidate
 
         reports = {}
         for user in [user_id] if user_id else await self.users():
@@ -444,9 +469,9 @@ class MemoryDaemon:
         """Apply the retention table, then the fact lifecycle (expiry, the cap on durable facts,
         clears past their undo window: :mod:`dexai_memory.lifecycle`) to one user (or every
         user) now; returns the reports."""
-        from .consolidation import cleanup
-        from .lifecycle.clear import purge_expired
-        from .lifecycle.eviction import run_lifecycle
+        from ..consolidation import cleanup
+        from ..lifecycle.clear import purge_expired
+        from ..lifecycle.eviction import run_lifecycle
 
         reports = {}
         for user in [user_id] if user_id else await self.users():
@@ -503,7 +528,7 @@ class MemoryDaemon:
         Runs in a thread (the online backup API reads a snapshot while the
         worker keeps writing); a failure is logged and reported, never raised.
         """
-        from .backup import create_backup
+        from ..backup import create_backup
 
         try:
             made = await asyncio.to_thread(create_backup, self.settings)
@@ -536,8 +561,7 @@ class MemoryDaemon:
         """
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
-        key = (turn.user_id, turn.session_id)
-        recent = self._recent.setdefault(key, collections.deque(maxlen=RECENT_TURNS))
+        recent = self.recent_turns(turn)
         admission = admit(turn, tuple(recent), self.pipeline.gate)  # redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:
@@ -548,43 +572,35 @@ class MemoryDaemon:
         recent.append(clean.content)
         return verdict
 
+    def recent_turns(self, turn: Turn) -> collections.deque[str]:
+        """The last turns of ``turn``'s session, as the gate's novelty check keeps them."""
+        return self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
+
+    async def vectors_ready(self) -> None:
+        """Wait (at most ``daemon.cold_recall_wait_seconds``) for the embedding model the daemon
+        loads at start, so the first prompt after a cold start is recalled as a warm one is."""
+        warm = self._warm
+        if warm is None or warm.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(warm), self.settings.daemon.cold_recall_wait_seconds)
+        except TimeoutError:
+            logger.warning("the embedding model is still loading after %.1fs: recall goes on without waiting",
+                           self.settings.daemon.cold_recall_wait_seconds)
+
+    async def _warm_up(self) -> None:
+        embedder = getattr(self._provider, "embedder", None)
+        if embedder is not None:
+            try:
+                await embedder.aembed("warm up")
+            except DexaiMemoryError as exc:
+                logger.error("the embedding model did not load: %s", exc)
+
     async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API
         """Process every queued turn that is due now; True when done within ``timeout``."""
         if not self.running:
             return False
         return await self.queue.flush(timeout)
-
-
-def socket_ops(daemon: MemoryDaemon) -> dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]]:
-    """The daemon's own socket operations (``ping``, ``enqueue``, ``flush``, ``health``,
-    ``queue.notify``), by name; hooks' operations are added by :mod:`dexai_memory.hooks.actions`."""
-
-    async def ping(req: dict[str, Any]) -> dict[str, Any]:
-        return {"pid": os.getpid(), "state": daemon.state.value}
-
-    async def enqueue(req: dict[str, Any]) -> dict[str, Any]:
-        data = req.get("turn")
-        if not isinstance(data, dict):
-            return {"ok": False, "error": "enqueue needs a 'turn' object"}
-        turn = Turn.from_dict(data)
-        for text in req.get("recent") or ():
-            daemon._recent.setdefault((turn.user_id, turn.session_id),
-                                      collections.deque(maxlen=RECENT_TURNS)).append(str(text))
-        verdict = daemon.submit_turn(turn)
-        return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
-
-    async def flush(req: dict[str, Any]) -> dict[str, Any]:
-        flushed = await daemon.flush(float(req.get("timeout") or DEFAULT_FLUSH_TIMEOUT))
-        return {"flushed": flushed, "pending": daemon.queue.pending_count()}
-
-    async def health(req: dict[str, Any]) -> dict[str, Any]:
-        return daemon.health()
-
-    async def notify(req: dict[str, Any]) -> dict[str, Any]:
-        daemon.queue.notify()
-        return {}
-
-    return {"ping": ping, "enqueue": enqueue, "flush": flush, "health": health, "queue.notify": notify}
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

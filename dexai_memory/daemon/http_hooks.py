@@ -13,15 +13,14 @@ machine another user could hold the port). ``dexai daemon http-hooks
 ``~/.claude/settings.json``; Claude Code then runs both those http hooks and
 the plugin's command hooks:
 
-* daemon up: this server answers (:func:`~dexai_memory.hooks.events.handle`
+* daemon up: this server answers (:func:`~dexai_memory.daemon.executor.handle`
   on the daemon's provider and queue, :class:`~dexai_memory.hooks.sdk.InProcessBackend`),
   and the command hook's launcher (``hooks/dexai-hook``, ``/bin/sh``) sees the
   daemon alive (:data:`HTTP_FILE`) and the session's token matching
   (:data:`TOKEN_FILE`), and exits at once without starting Python;
 * daemon down: the http hook fails to connect, which Claude Code treats as a
   non-blocking error (measured: the prompt goes on, the other hooks' output is
-  used), and the command hook does the work as before (keyword recall, the
-  queue file).
+  used), and the command hook does the work as before (it starts the daemon).
 
 Both sides take the same decision from the same facts, so an event is handled
 once: this server acts only for a request carrying the token and no
@@ -37,7 +36,7 @@ Without a valid token the answer is ``{}`` and nothing is read or written.
 
 The user's identity comes from headers Claude Code fills from its own
 environment (``X-Dexai-User: ${DEXAI_MEMORY_USER}``, ``X-Dexai-Login:
-${USER}``), like :func:`~dexai_memory.hooks.state.user_id_for` in a command hook.
+${USER}``), like :func:`~dexai_memory.daemon.session_state.user_id_for` in a command hook.
 
 A deliberately small HTTP/1.1 server on :func:`asyncio.start_server` (JSON
 bodies with Content-Length, keep-alive): no web framework in the daemon, and
@@ -60,8 +59,9 @@ from typing import Any
 
 from ..config import Settings
 from ..datadir import private_file
-from .events import HookContext, handle
-from .state import EVENTS
+from .event import HookEvent
+from .ops import run_event
+from .session_state import EVENTS
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,6 @@ class HookHttpServer:
         #: Events handled (with a valid token), by event name.
         self.handled: collections.Counter[str] = collections.Counter()
         self._server: asyncio.Server | None = None
-        self._backend: Any = None
 
     @property
     def marker(self) -> Path:
@@ -222,9 +221,10 @@ class HookHttpServer:
             return 200, {}
         if not isinstance(payload, dict):
             return 200, {}
-        user = headers.get("x-dexai-user") or headers.get("x-dexai-login") or "default"
+        env = {k: v for k, v in (("DEXAI_MEMORY_USER", headers.get("x-dexai-user")),
+                                 ("USER", headers.get("x-dexai-login"))) if v}
         try:
-            answer = await asyncio.wait_for(asyncio.to_thread(handle, event, payload, self._context(user)),
+            answer = await asyncio.wait_for(run_event(self.daemon, HookEvent.make(event, payload, env=env)),
                                             EVENT_TIMEOUT)
         except TimeoutError:
             logger.warning("HTTP hook %s took over %ss: answered {}", event, EVENT_TIMEOUT)
@@ -233,15 +233,6 @@ class HookHttpServer:
             logger.exception("HTTP hook %s failed", event)
             return 200, {}
         return 200, answer if isinstance(answer, dict) else {}
-
-    def _context(self, user_id: str) -> HookContext:
-        if self._backend is None:
-            from .sdk import InProcessBackend
-
-            self._backend = InProcessBackend(self.settings, asyncio.get_running_loop(), daemon=self.daemon,
-                                             timeout=EVENT_TIMEOUT)
-        return HookContext(settings=self.settings, backend=self._backend, user_id=user_id, project=None,
-                           source="claude-code")
 
 
 #: Claude Code hook event -> our event name, for the events answered over HTTP.

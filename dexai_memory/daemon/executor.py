@@ -1,0 +1,408 @@
+"""The one event executor: a :class:`~dexai_memory.daemon.event.HookEvent` in, one answer out.
+
+Every front end only translates and calls :meth:`EventExecutor.handle` in the daemon: the
+plugin's command hook (``curl`` on the daemon's socket, or the Python client), the opt-in
+http hooks, and the Agent SDK callbacks. The same executor answers ``recall`` for the CLI,
+the MCP ``recall`` tool and the panel's API (:meth:`EventExecutor.recall`), so every door
+shows the same block for the same prompt and store.
+
+What each event does
+====================
+``session-start``
+    startup/resume/clear: inject the L1 block (profile, commitments due soon, last session
+    state); resume skips it when everything in it is still in the conversation. compact:
+    re-inject the post-compaction block (filled by priority; the last prompts and the task
+    snapshot kept in the compaction marker) and clear the marker.
+``user-prompt-submit``
+    The prompt is recorded first (redacted, for Stop to queue), so a failing recall loses
+    nothing. Marker still set (SessionStart(compact) did not run): re-inject and clear it.
+    Otherwise auto-recall for the prompt, plus a reflection hint when the prompt is a
+    correction, a preference or an explicit request.
+``pre-compact``
+    Back up the transcript, store a task snapshot, write the compaction marker, get every
+    queued turn extracted before the summary replaces the conversation, and record the
+    stretch since the last compaction as an episode; answers the compaction instructions
+    (plain text).
+``post-tool-use``
+    Queue the tool result for extraction when it passes the gate, and answer with what is
+    known about the file, failing command or branch the tool touched (PostToolUseFailure:
+    the prefetch only).
+``stop``
+    Queue the turn (the prompts recorded by UserPromptSubmit, and the reply). Safe async: an
+    async Stop queues only the prompts received before it, SessionEnd catches up a turn whose
+    Stop never came.
+``session-end``
+    Catch up the last turn; record the episode; get the queue extracted; schedule
+    consolidation when enough new notes accumulated; drop the session's state file.
+
+An event replayed from the durable queue (it came while no daemon answered) does its
+capture and bookkeeping; its answer is read by nobody, so it skips recall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..models import Turn, utcnow
+from ..recall.ranking import RecallResult, auto_recall
+from .actions import HookActions
+from .event import HookEvent, empty_answer
+from .session_state import (
+    MAX_TOOL_TEXT,
+    backup_transcript,
+    clear_marker,
+    compaction_instructions,
+    forget_pending,
+    load_session,
+    memory_disabled,
+    pending_prompts,
+    project_key,
+    prune_state,
+    read_marker,
+    read_transcript,
+    recent_prompts,
+    recent_texts,
+    redact_for_state,
+    remember_injected,
+    safe_id,
+    session_file,
+    snapshot_text,
+    text_of,
+    transcript_file,
+    turn_id,
+    write_marker,
+)
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from .core import MemoryDaemon
+
+logger = logging.getLogger(__name__)
+
+#: Our own memory tools (plugin MCP server, Agent SDK server): their results are memory already.
+OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
+
+
+def context_output(event: str, text: str) -> dict[str, Any]:
+    """A hook answer that adds ``text`` to the model's context ({} when there is nothing)."""
+    if not text:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
+    """The relevant section's query after compaction: the last user prompts kept in the
+    compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
+    from ..recall.reinjection import recall_query
+
+    prompts = [str(p) for p in marker.get("recent_prompts") or []] \
+        or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
+    if prompt:
+        prompts.append(prompt)
+    return recall_query(prompts, marker.get("snapshot")) or None
+
+
+class EventExecutor:
+    """Runs hook events and recall on a running daemon (its provider, queue and write lock)."""
+
+    def __init__(self, daemon: MemoryDaemon):
+        self.daemon = daemon
+
+    @property
+    def settings(self) -> Settings:
+        return self.daemon.settings
+
+    @property
+    def actions(self) -> HookActions:
+        daemon = self.daemon
+        return HookActions(daemon.settings, daemon.provider, flush=daemon.flush,
+                           schedule_consolidation=daemon.schedule_consolidation, spawn=daemon.spawn,
+                           write_lock=daemon.write_lock)
+
+    # ------------------------------------------------------------------ the doors' entry points
+    async def handle(self, event: HookEvent) -> dict[str, Any] | str:
+        """Run ``event``; returns the JSON object to answer (PreCompact: the compaction
+        instructions, plain text). Raises what the store raises: the door answers a no-op."""
+        off = memory_disabled(self.settings, event.payload, event.env)
+        if off:
+            logger.debug("memory off for this hook (%s)", off)
+            return empty_answer(event.name)
+        handlers: dict[str, Callable[[HookEvent], Awaitable[dict[str, Any] | str]]] = {
+            "session-start": self.on_session_start,
+            "user-prompt-submit": self.on_user_prompt,
+            "pre-compact": self.on_pre_compact,
+            "post-tool-use": self.on_post_tool_use,
+            "stop": self.on_stop,
+            "session-end": self.on_session_end,
+        }
+        handler = handlers.get(event.name)
+        if handler is None:
+            return {}  # post-compact: nothing to inject
+        return await handler(event)
+
+    async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
+                     exclude_ids: Sequence[str] = (), max_memories: int | None = None,
+                     max_tokens: int | None = None) -> RecallResult:
+        """What auto-recall injects for ``prompt``: the UserPromptSubmit hook, ``dexai memory
+        recall``, the MCP ``recall`` tool and the panel's API all call this. ``max_memories`` /
+        ``max_tokens`` override ``auto_recall``'s settings for one call."""
+        settings = self.settings
+        if max_memories is not None or max_tokens is not None:
+            cfg = settings.auto_recall
+            cfg = dataclasses.replace(cfg, max_memories=max_memories if max_memories is not None else cfg.max_memories,
+                                      max_tokens=max_tokens if max_tokens is not None else cfg.max_tokens)
+            settings = dataclasses.replace(settings, auto_recall=cfg)
+        await self.daemon.vectors_ready()
+        result = await auto_recall(self.daemon.provider, user_id, prompt, recent, settings, project=project,
+                                   exclude_ids=exclude_ids)
+        if result.memories:
+            self.daemon.spawn(self.daemon.provider.record_retrieval(result.memory_ids, user_id=user_id),
+                              "record-retrieval")
+        return result
+
+    # ------------------------------------------------------------------ events
+    async def on_session_start(self, event: HookEvent) -> dict[str, Any]:
+        settings, sid = self.settings, event.session_id
+        source = event.payload.get("source") or "startup"
+        if event.replayed:
+            return {}
+        if source == "compact":
+            marker, session = await asyncio.to_thread(
+                lambda: (read_marker(settings, sid) or {}, load_session(settings, sid)))
+            block = await self.actions.l1(user_id=event.user_id, query=reinjection_query(marker, session),
+                                          project=event.project, session_id=sid, snapshot=marker.get("snapshot"),
+                                          after_compaction=True)
+            ids = [m.id for m in block.memories]
+
+            def after() -> None:
+                from .prefetch_items import clear_state
+
+                remember_injected(settings, sid, ids, reset=True)
+                clear_marker(settings, sid)
+                clear_state(settings, sid)  # what was prefetched went with the compacted context
+
+            await asyncio.to_thread(after)
+            return context_output("SessionStart", block.text)
+        if source == "startup":
+            await asyncio.to_thread(prune_state, settings)
+        block = await self.actions.l1(user_id=event.user_id, project=event.project, session_id=sid)
+        ids = [m.id for m in block.memories]
+        if source == "resume":
+            seen = (await asyncio.to_thread(load_session, settings, sid)).get("injected") or []
+            if set(ids) <= set(seen):
+                return {}  # everything in it is still in the resumed conversation
+        await asyncio.to_thread(remember_injected, settings, sid, ids, reset=source != "resume")
+        return context_output("SessionStart", block.text)
+
+    async def on_user_prompt(self, event: HookEvent) -> dict[str, Any]:
+        from ..triggers import ReflectionHints
+
+        settings, sid = self.settings, event.session_id
+        prompt = str(event.payload.get("prompt") or "")
+
+        def record() -> tuple[dict[str, Any], dict[str, Any] | None, str | None, list[str]]:
+            # the prompt first (redacted, for Stop to queue): a failing recall must not lose it
+            state = load_session(settings, sid)
+            hints = ReflectionHints.from_json(state.get("hints"))
+            hint = hints.on_user_prompt(prompt)
+            remember_injected(settings, sid, [], prompt=redact_for_state(prompt),
+                              prompt_id=event.payload.get("prompt_id"), extra={"hints": hints.to_json()},
+                              at=event.received)
+            return state, read_marker(settings, sid), hint, recent_texts(dict(event.payload))
+
+        state, marker, hint, recent = await asyncio.to_thread(record)
+        if event.replayed:
+            return {}
+        if marker is not None:
+            block = await self.actions.l1(user_id=event.user_id, query=reinjection_query(marker, {}, prompt),
+                                          recent=recent, project=event.project, session_id=sid,
+                                          snapshot=marker.get("snapshot"), after_compaction=True)
+            text, ids, reset = block.text, [m.id for m in block.memories], True
+        else:
+            result = await self.recall(user_id=event.user_id, prompt=prompt, recent=recent, project=event.project,
+                                       exclude_ids=[str(i) for i in state.get("injected") or []])
+            text, ids, reset = result.text, list(result.memory_ids), False
+
+        def after() -> None:
+            remember_injected(settings, sid, ids, reset=reset)
+            if marker is not None:
+                clear_marker(settings, sid)
+
+        if ids or marker is not None:
+            await asyncio.to_thread(after)
+        return context_output("UserPromptSubmit", "\n\n".join(t for t in (text, hint) if t))
+
+    async def on_pre_compact(self, event: HookEvent) -> str:
+        """Checkpoint before compaction; returns the compaction instructions (plain text)."""
+        settings, sid, payload = self.settings, event.session_id, dict(event.payload)
+
+        def checkpoint() -> tuple[str | None, str | None]:
+            messages = read_transcript(payload.get("transcript_path"))
+            backup = None
+            try:
+                backup = backup_transcript(settings, payload)
+            except OSError:
+                logger.exception("transcript backup failed")
+            snapshot = snapshot_text(messages)
+            snapshot = redact_for_state(snapshot) if snapshot else None
+            last_prompt = next((t for r, t in reversed(messages) if r == "user"), None) \
+                or load_session(settings, sid).get("last_prompt")
+            # the marker first: whatever happens next, the block is re-injected after compaction
+            write_marker(settings, sid, {
+                "trigger": payload.get("trigger"), "at": utcnow().isoformat(), "snapshot": snapshot,
+                "last_prompt": redact_for_state(last_prompt) if last_prompt else None,
+                "recent_prompts": redact_for_state(recent_prompts(messages)),
+                "transcript_backup": str(backup) if backup else None})
+            return snapshot, str(backup) if backup else None
+
+        snapshot, backup = await asyncio.to_thread(checkpoint)
+        result = await self.actions.pre_compact(user_id=event.user_id, session_id=sid, snapshot=snapshot,
+                                                trigger=payload.get("trigger"), transcript_backup=backup,
+                                                project=self.capture_project(event))
+        logger.info("pre-compact checkpoint: %s", result)
+        await self.record_episode(event)
+        return compaction_instructions(settings)
+
+    async def on_post_tool_use(self, event: HookEvent) -> dict[str, Any]:
+        """Queue the tool result for extraction; answer with the file-aware prefetch."""
+        payload = dict(event.payload)
+        if str(payload.get("tool_name") or "").startswith(OWN_TOOL_PREFIXES):
+            return {}  # recall output extracted again would store copies of what memory holds
+        name = "PostToolUseFailure" if payload.get("hook_event_name") == "PostToolUseFailure" else "PostToolUse"
+        known = ""
+        if not event.replayed:
+            try:
+                known = await self.prefetch(event, branches=not event.background)
+            except Exception:  # the prefetch is a hint: its failure must not lose the tool result
+                logger.exception("prefetch failed")
+        if name == "PostToolUseFailure":
+            return context_output(name, known)
+        response = payload.get("tool_response")
+        text = response if isinstance(response, str) else text_of(response) if isinstance(response, list) else ""
+        if not text and isinstance(response, dict):
+            text = str(response.get("stdout") or response.get("content") or response.get("result") or "")
+        if text.strip():
+            tool = str(payload.get("tool_name") or "tool")
+            await self.submit(self.turn(event, kind=f"tool-{payload.get('tool_use_id') or tool}", role="tool",
+                                        text=text[:MAX_TOOL_TEXT], metadata={"tool": tool}))
+        return context_output(name, known)
+
+    async def on_stop(self, event: HookEvent) -> dict[str, Any]:
+        """Queue the turn: its prompts (recorded by UserPromptSubmit) and the reply. An async
+        Stop may run beside the next prompt's UserPromptSubmit: it queues the prompts received
+        before it (the next Stop queues the later ones)."""
+        reply = str(event.payload.get("last_assistant_message") or "")
+        await self.close_turn(event, reply=reply, before=event.received if event.background else None)
+        return {}
+
+    async def on_session_end(self, event: HookEvent) -> dict[str, Any]:
+        try:
+            caught = await self.catch_up_turn(event)
+            if caught:
+                logger.info("session end: queued %s prompt(s) of a turn whose Stop did not finish", caught)
+        except Exception:  # the rest of SessionEnd (the queue's extraction) must still run
+            logger.exception("catching up the last turn failed")
+        await self.record_episode(event)
+        self.daemon.queue.notify()
+
+        async def extracted() -> None:  # after the answer: nobody waits for the queue at exit
+            result = await self.actions.session_end(user_id=event.user_id, session_id=event.session_id)
+            logger.info("session end: %s", result)
+
+        self.daemon.spawn(extracted(), f"session-end:{event.session_id}")
+        path = session_file(self.settings, event.session_id)
+        await asyncio.to_thread(path.unlink, missing_ok=True)
+        return {}
+
+    # ------------------------------------------------------------------ parts of the events
+    def capture_project(self, event: HookEvent) -> str:
+        """The project captured memories are stored under (the scope, else the git root)."""
+        return event.project or project_key(event.payload, event.env)
+
+    def turn(self, event: HookEvent, *, kind: str, role: str, text: str, tid: str | None = None,
+             metadata: dict[str, Any] | None = None) -> Turn:
+        return Turn.from_dict({
+            "id": tid or turn_id(event.session_id, kind, text),
+            "user_id": event.user_id,
+            "content": text,
+            "role": role,
+            "timestamp": utcnow().isoformat(),
+            "session_id": event.session_id,
+            "project": self.capture_project(event),
+            "metadata": {"source": f"{event.source}:{kind}", **(metadata or {})},
+        })
+
+    async def submit(self, turn: Turn) -> bool:
+        """Admit (redact, then gate) and queue ``turn`` durably; True when queued. Raises when
+        the queue cannot be written (the caller keeps what it would lose)."""
+        verdict = await asyncio.to_thread(self.daemon.submit_turn, turn)
+        return bool(verdict.passed)
+
+    async def close_turn(self, event: HookEvent, *, reply: str | None, before: float | None = None) -> int:
+        """Queue the session's pending prompts (received before ``before``; all when None) and
+        ``reply``, count the injected memories the reply cited, and drop the prompts from the
+        session's ``pending``. Turn ids are deterministic, so a prompt queued twice (an async
+        Stop and SessionEnd's catch-up) is stored once. Returns how many prompts were queued."""
+        settings, sid = self.settings, event.session_id
+        state = await asyncio.to_thread(load_session, settings, sid)
+        mine = [p for p in pending_prompts(state) if before is None or float(p.get("at") or 0) <= before]
+        for entry in mine:
+            tid = f"{safe_id(sid)}:user:{entry['prompt_id']}" if entry.get("prompt_id") else None
+            # raises when the queue cannot be written (disk full): the prompt stays pending, so the
+            # next Stop (or SessionEnd) tries again
+            await self.submit(self.turn(event, kind="user", role="user", text=str(entry["prompt"]), tid=tid))
+        reply = reply or ""
+        if reply.strip():
+            # its context (the prompt before it) is the daemon's recent turns of the session
+            await self.submit(self.turn(event, kind="assistant", role="assistant", text=reply))
+        if mine or reply.strip():
+            await asyncio.to_thread(forget_pending, settings, sid, mine)
+        self.daemon.queue.notify()
+        injected = [str(i) for i in state.get("injected") or []]
+        if reply.strip() and injected:
+            self.daemon.spawn(self.actions.record_usage(user_id=event.user_id, session_id=sid, reply=reply,
+                                                        injected=injected), "record-usage")
+        return len(mine)
+
+    async def catch_up_turn(self, event: HookEvent) -> int:
+        """SessionEnd: queue a turn whose Stop did not finish: the pending prompts and the
+        transcript's last assistant reply. Nothing when every prompt was queued."""
+        state = await asyncio.to_thread(load_session, self.settings, event.session_id)
+        if not pending_prompts(state):
+            return 0
+        messages = await asyncio.to_thread(read_transcript, event.payload.get("transcript_path"))
+        reply = next((t for r, t in reversed(messages) if r == "assistant"), "")
+        return await self.close_turn(event, reply=reply)
+
+    async def record_episode(self, event: HookEvent) -> dict[str, Any]:
+        """Turn the transcript's current stretch into an episode (PreCompact, SessionEnd); never raises."""
+        if not self.settings.hooks.episodes:
+            return {}
+        try:
+            from ..capture.episodes import episode_from_transcript
+
+            path = transcript_file(event.payload.get("transcript_path"))
+            episode = await asyncio.to_thread(episode_from_transcript, path, event.session_id)
+            if episode is None:
+                return {}
+            out = await self.actions.episode(user_id=event.user_id, episode=episode,
+                                             project=self.capture_project(event))
+            logger.info("episode %s: %s", episode.id, out)
+            return out
+        except Exception:  # an episode is a summary: its failure must not stop the checkpoint
+            logger.exception("episode not recorded")
+            return {}
+
+    async def prefetch(self, event: HookEvent, *, branches: bool) -> str:
+        """What is known about the file, error or branch of a tool call (:mod:`.prefetch_items`)."""
+        from .prefetch_items import run_prefetch
+
+        async def lookup(items: Sequence[Any], **kwargs: Any) -> Any:
+            return await self.actions.prefetch(user_id=event.user_id, items=items, **kwargs)
+
+        return await run_prefetch(self.settings, lookup, dict(event.payload), project=event.project,
+                                  local=self.capture_project(event), branches=branches)

@@ -1,0 +1,103 @@
+"""The daemon's socket operations: every door that reaches the daemon from another process.
+
+Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` for the framing):
+
+``ping``            -> ``pid``, ``state``
+``hook.event``      ``event, payload, env, background?, received?`` -> ``answer`` (the hook's answer:
+                    a JSON object, or PreCompact's text). The plugin's command hook (``curl`` on
+                    the socket speaks it as ``POST /hook/<event>``, or the Python client), and the
+                    events replayed from the durable queue.
+``recall``          ``user_id, prompt, project?, recent?, exclude_ids?, max_memories?, max_tokens?``
+                    -> ``text, tokens, memory_ids, memories, skipped_reason, latency_ms``: exactly
+                    what the UserPromptSubmit hook injects (``dexai memory recall``)
+``tool.call``       ``name, arguments, user_id, project?, session_id?`` -> ``content, isError``: the
+                    agent's memory tools (the MCP server is a client of this)
+``enqueue``         ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``
+``queue.notify``    -> ``{}`` (something wrote to queue.db directly: look now)
+``flush``           ``timeout``? -> ``flushed``, ``pending``
+``health``          -> the daemon's :meth:`~dexai_memory.daemon.core.MemoryDaemon.health`
+``daemon.shutdown`` ``reason``? -> ``stopping`` (registered by :mod:`dexai_memory.daemon.serve`)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..models import Turn
+from .event import BadEvent, HookEvent, empty_answer
+from .session_state import compaction_instructions
+
+if TYPE_CHECKING:
+    from .core import MemoryDaemon
+
+logger = logging.getLogger(__name__)
+
+Op = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def socket_ops(daemon: MemoryDaemon) -> dict[str, Op]:
+    """Every operation the daemon serves on its socket, by name."""
+
+    async def ping(req: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid(), "state": daemon.state.value}
+
+    async def hook_event(req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            event = HookEvent.from_json(req)
+        except BadEvent as exc:
+            logger.warning("hook.event: %s", exc)
+            return {"answer": empty_answer(str(req.get("event") or "")), "error": str(exc)}
+        return {"answer": await run_event(daemon, event)}
+
+    async def recall(req: dict[str, Any]) -> dict[str, Any]:
+        result = await daemon.executor.recall(
+            user_id=str(req["user_id"]), prompt=str(req.get("prompt") or ""),
+            recent=[str(t) for t in req.get("recent") or []], project=req.get("project") or None,
+            exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
+            max_memories=_int(req.get("max_memories")), max_tokens=_int(req.get("max_tokens")))
+        return {"text": result.text, "tokens": result.tokens, "memory_ids": list(result.memory_ids),
+                "memories": [{"id": r.memory.id, "content": r.memory.content, "source_ids": r.memory.source_ids,
+                              "score": round(r.score, 4)} for r in result.memories],
+                "skipped_reason": result.skipped_reason, "latency_ms": round(result.latency_ms, 2)}
+
+    async def enqueue(req: dict[str, Any]) -> dict[str, Any]:
+        data = req.get("turn")
+        if not isinstance(data, dict):
+            return {"ok": False, "error": "enqueue needs a 'turn' object"}
+        turn = Turn.from_dict(data)
+        for text in req.get("recent") or ():
+            daemon.recent_turns(turn).append(str(text))
+        verdict = daemon.submit_turn(turn)
+        return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
+
+    async def flush(req: dict[str, Any]) -> dict[str, Any]:
+        flushed = await daemon.flush(float(req.get("timeout") or 5.0))
+        return {"flushed": flushed, "pending": daemon.queue.pending_count()}
+
+    async def health(req: dict[str, Any]) -> dict[str, Any]:
+        return daemon.health()
+
+    async def notify(req: dict[str, Any]) -> dict[str, Any]:
+        daemon.queue.notify()
+        return {}
+
+    return {"ping": ping, "hook.event": hook_event, "recall": recall, "enqueue": enqueue, "flush": flush,
+            "health": health, "queue.notify": notify}
+
+
+async def run_event(daemon: MemoryDaemon, event: HookEvent) -> dict[str, Any] | str:
+    """The executor's answer to ``event``; a no-op answer when it fails (a hook never fails the
+    agent: PreCompact still gets the compaction instructions)."""
+    try:
+        return await daemon.executor.handle(event)
+    except Exception:  # logged with its traceback; the hook answers a no-op
+        logger.exception("hook %s failed", event.name)
+        return compaction_instructions(daemon.settings) if event.name == "pre-compact" else empty_answer(event.name)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float | str) and str(value).strip() else None
+

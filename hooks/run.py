@@ -1,0 +1,91 @@
+"""Runs one launcher command in the Python ``hooks/dexai-hook`` picked.
+
+``run.py <event> [--async]`` (the hook's JSON on stdin), ``run.py mcp`` or ``run.py memory
+ARGS...``: runs :mod:`dexai_memory.hooks.client`, :mod:`dexai_memory.mcp_server` or the
+``dexai`` CLI as ``python -m`` would, with neither the current directory nor this folder on
+``sys.path`` (a project must not shadow ``dexai_memory``).
+
+When that Python cannot import dexai-memory, memory is off for now: a hook answers a valid
+no-op (``{}``; nothing for PreCompact) and says why on stderr; SessionStart starts the
+one-step install in the background (``install.py``) and tells the user once. ``mcp`` and
+``memory`` say why and exit 1.
+
+Runs on any python3 (it runs before dexai-memory is installed): standard library only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import runpy
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODULES = {"mcp": "dexai_memory.mcp_server", "memory": "dexai_memory.cli.main"}
+
+
+def _available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _tell(message: str) -> None:
+    """Answer SessionStart with a message shown to the user."""
+    print(json.dumps({"systemMessage": message}))
+
+
+def not_installed(command: str) -> int:
+    """What the launcher does when this Python has no dexai-memory (see the module docstring)."""
+    why = f"{sys.executable} cannot import dexai_memory"
+    if command in MODULES:
+        print(f"dexai-memory: {why}: the memory tools are unavailable. Install: pip install dexai-memory, "
+              "or let the plugin install itself at the next session start.", file=sys.stderr)
+        return 1
+    print(f"dexai-memory: memory hooks are inactive ({why})", file=sys.stderr)
+    if command != "session-start":
+        if command != "pre-compact":
+            print("{}")
+        return 0
+    if os.environ.get("DEXAI_HOOK_PYTHON"):
+        _tell(f"dexai-memory is off in this session: {why}. Point DEXAI_HOOK_PYTHON at a Python with "
+              "dexai-memory installed, or unset it.")
+    elif os.environ.get("DEXAI_AUTO_INSTALL", "1") == "0":
+        _tell("dexai-memory is not installed and DEXAI_AUTO_INSTALL=0, so memory is off: pip install dexai-memory "
+              "(or set DEXAI_HOOK_PYTHON).")
+    else:
+        spec = importlib.util.spec_from_file_location("dexai_memory_install", os.path.join(HERE, "install.py"))
+        assert spec is not None and spec.loader is not None
+        install = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(install)
+        message = install.start_from_hook(os.path.dirname(HERE), install.data_dir())
+        if message:
+            _tell(message)
+        else:
+            print("{}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: run.py <hook event> [--async] | mcp | memory ARGS...", file=sys.stderr)
+        return 2
+    command, rest = argv[0], argv[1:]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", HERE)]
+    module = MODULES.get(command, "dexai_memory.hooks.client")
+    if not _available(module):
+        return not_installed(command)
+    if command == "memory":
+        sys.argv = ["dexai", "memory", *rest]
+    elif command == "mcp":
+        sys.argv = ["dexai-mcp", *rest]
+    else:
+        sys.argv = ["dexai-hook", command, *[a for a in rest if a == "--async"][:1]]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
