@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models",),
     ("limits",),
     ("config",),
-    ("embeddings", "ipc"),
+    ("embeddings",),
     # the data path, from the store up
     ("providers",),                                                 # the store
     ("commitments",),                                               # commitments on the store
@@ -48,8 +48,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("consolidation", "api_compaction", "agent_tools", "backup", "sessions"),  # services on top of the store
     ("panel",),                                                     # the panel's static files
     ("api",),                                                       # the local HTTP API over the services
-    ("daemon", "daemon_control"),                                   # the daemon and its control
-    ("hooks",),                                                     # the agent's front end
+    ("daemon",),                                                    # the daemon: the one executor, its socket
+    ("hooks",),                                                     # the agent's front ends (thin doors)
     ("mcp_server", "hook_runtime"),                                 # entry points
     ("testing",),                                                   # test doubles
     ("",),                                                          # the public API (dexai_memory/__init__)

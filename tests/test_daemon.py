@@ -14,8 +14,9 @@ import pytest
 
 from dexai_memory import __version__
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.daemon import DaemonState, MemoryDaemon, interval_trigger
+from dexai_memory.daemon import DaemonState, MemoryDaemon
 from dexai_memory.daemon.ipc import IpcServer, ipc_request
+from dexai_memory.daemon.schedule import interval_trigger
 from dexai_memory.errors import DaemonError, DexaiMemoryError
 from dexai_memory.models import Memory, Turn, utcnow
 from dexai_memory.providers.native import NativeProvider

@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from ..recall.assembly import assemble_context
 from ..recall.persistent import CATEGORIES, gather_persistent, persistent_category
+from ..recall.ranking import auto_recall
 from .requests import BadRequest, body, memory_json, number, project_of, state, user_of
 
 #: The largest budget accepted.
@@ -91,7 +92,52 @@ async def assemble(request: Request) -> JSONResponse:
     return JSONResponse(result.to_json())
 
 
+async def recall(request: Request) -> JSONResponse:
+    """What recall injects for a prompt: the same block as the UserPromptSubmit hook and
+    ``dexai memory recall`` (:func:`dexai_memory.recall.ranking.auto_recall`).
+    ---
+    summary: The recall block for a prompt
+    requestBody:
+      content:
+        application/json:
+          schema:
+            type: object
+            required: [prompt]
+            properties:
+              prompt: {type: string}
+              recent: {type: array, items: {type: string}, description: "the conversation's last messages"}
+              exclude_ids: {type: array, items: {type: string}, description: "memories already shown"}
+              max_memories: {type: integer, minimum: 1, maximum: 1000}
+              max_tokens: {type: integer, minimum: 50, maximum: 100000}
+              user_id: {type: string}
+              project: {type: string}
+    responses:
+      200: {description: "{text, tokens, memory_ids, memories: [{id, content, source_ids, score}], skipped_reason,
+        latency_ms}"}
+      400: {description: no prompt, or a bad number}
+    """
+    api = state(request)
+    data = await body(request)
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str):
+        raise BadRequest("'prompt' must be a string")
+    lists = {}
+    for key in ("recent", "exclude_ids"):
+        value = data.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadRequest(f"'{key}' must be a list of strings")
+        lists[key] = value
+    result = await auto_recall(api.provider, user_of(request, data), prompt, lists["recent"], api.settings,
+                               project=project_of(request, data), exclude_ids=lists["exclude_ids"],
+                               max_memories=number(data, "max_memories", low=1, high=1000),
+                               max_tokens=number(data, "max_tokens", low=50, high=100_000))
+    return JSONResponse({"text": result.text, "tokens": result.tokens, "memory_ids": result.memory_ids,
+                         "memories": [m.to_dict() for m in result.memories], "skipped_reason": result.skipped_reason,
+                         "latency_ms": round(result.latency_ms, 2)})
+
+
 ROUTES = [
+    Route("/api/recall", recall, methods=["POST"]),
     Route("/api/persistent", persistent, methods=["GET"]),
     Route("/api/context/assemble", assemble, methods=["POST"]),
 ]

@@ -6,15 +6,15 @@ work itself):
 * the **queue worker**: :meth:`ExtractionQueue.run` with
   :meth:`Pipeline.handle` (extraction -> supersession -> provider),
   supervised (restarted with a pause if it crashes);
-* an APScheduler 3.x ``AsyncIOScheduler`` running **consolidation** every
-  ``consolidation.interval_hours`` (intervals of a day or more start at
-  ``preferred_hour`` local time; shorter ones just repeat) and **cleanup**
-  daily (or at the consolidation interval when that is shorter), for every
-  user of the store;
+* the **event executor** (:attr:`MemoryDaemon.executor`): every hook event and every
+  recall, whichever door it came through;
+* the **schedule** (:mod:`.schedule`): consolidation, cleanup, vector fill and backups
+  for every user of the store;
 * a **health monitor** every ``daemon.health_interval_seconds``: provider
   health, queue depth, batch latency, dead letters;
 * an :class:`~dexai_memory.daemon.ipc.IpcServer` on ``settings.socket_path`` when
-  ``serve_socket`` is true (``dexai daemon``), for command hooks.
+  ``serve_socket`` is true (``dexai daemon``), serving :mod:`.ops` to the hooks, the
+  CLI and the MCP server; hook events it could not answer in time are replayed at start.
 * the local HTTP API and the panel (:class:`~dexai_memory.api.server.ApiServer`)
   on 127.0.0.1:``daemon.api_port`` when ``serve_api`` is true (``dexai daemon``),
   over the daemon's provider.
@@ -45,7 +45,6 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ..capture.admit import admit
@@ -60,11 +59,10 @@ from .ops import socket_ops
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
-    from apscheduler.triggers.base import BaseTrigger
 
     from ..api.server import ApiServer
     from ..capture.gate import Gate, GateResult
-    from ..config import ConsolidationConfig, Settings
+    from ..config import Settings
     from ..consolidation import Summarizer
     from ..extraction.base import Extractor, FormWriter
     from ..providers.base import MemoryProvider
@@ -76,7 +74,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_FLUSH_TIMEOUT = 5.0
 #: Seconds a cancelled background task gets to clean up.
 CANCEL_TIMEOUT = 5.0
-#: Seconds the daemon waits at start for a hook that is extracting inline to release the queue.
+#: Seconds the daemon waits at start for another consumer (a daemon going away) to release the queue.
 CLAIM_WAIT = 30.0
 
 
@@ -88,27 +86,6 @@ class DaemonState(enum.Enum):
     RUNNING = "running"
     STOPPING = "stopping"
     STOPPED = "stopped"
-
-
-def interval_trigger(hours: float, preferred_hour: int, *, now: datetime | None = None) -> BaseTrigger:
-    """Every ``hours``; from the next ``preferred_hour``:00 (local time) when ``hours`` >= 24."""
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    if hours < 24:
-        return IntervalTrigger(seconds=hours * 3600)
-    local = (now or datetime.now()).astimezone()
-    start = local.replace(hour=preferred_hour, minute=0, second=0, microsecond=0)
-    if start <= local:
-        start += timedelta(days=1)
-    return IntervalTrigger(seconds=hours * 3600, start_date=start)
-
-
-def consolidation_trigger(cfg: ConsolidationConfig) -> BaseTrigger:
-    return interval_trigger(cfg.interval_hours, cfg.preferred_hour)
-
-
-def cleanup_trigger(cfg: ConsolidationConfig) -> BaseTrigger:
-    return interval_trigger(min(24.0, cfg.interval_hours), cfg.preferred_hour)
 
 
 class MemoryDaemon:
@@ -402,23 +379,9 @@ class MemoryDaemon:
 
     # ------------------------------------------------------------------ scheduler
     def _start_scheduler(self) -> None:
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+        from .schedule import start_scheduler
 
-        cfg = self.settings.consolidation
-        scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=_local_tz())
-        common: dict[str, Any] = {"max_instances": 1, "coalesce": True, "misfire_grace_time": 3600}
-        if cfg.enabled:
-            scheduler.add_job(self.run_consolidation, consolidation_trigger(cfg), id="consolidation", **common)
-        scheduler.add_job(self.run_cleanup, cleanup_trigger(cfg), id="cleanup", **common)
-        from apscheduler.triggers.interval import IntervalTrigger
-
-        scheduler.add_job(self.run_vector_fill, IntervalTrigger(
-            seconds=self.settings.daemon.vector_fill_interval_seconds), id="vectors", **common)
-        if self.settings.backup.enabled:
-            scheduler.add_job(self.run_backup, IntervalTrigger(hours=self.settings.backup.interval_hours),
-                              id="backup", **common)
-        scheduler.start()
-        self.scheduler = scheduler
+        self.scheduler = start_scheduler(self)
 
     def next_runs(self) -> dict[str, str | None]:
         """Next run time of each scheduled job (ISO), for health and ``dexai daemon``."""
@@ -515,8 +478,9 @@ class MemoryDaemon:
                     break
         except DexaiMemoryError as exc:
             logger.error("vector fill failed: %s", exc)
-        except asyncio.CancelledError:  # the scheduler stops at shutdown: the rest waits for the next run
+        except asyncio.CancelledError:  # shutdown: what is left waits for the next run
             logger.info("vector fill interrupted by shutdown after %d memories", done)
+            raise
         if done:
             logger.info("embedded %d memories stored with deferred vectors", done)
             self.runs["vectors"] += 1
@@ -606,8 +570,3 @@ class MemoryDaemon:
 def _log_failure(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.error("background task %s failed", task.get_name(), exc_info=task.exception())
-
-
-def _local_tz() -> Any:
-    """The local timezone as a tzinfo (APScheduler 3 wants one)."""
-    return datetime.now().astimezone().tzinfo

@@ -42,10 +42,9 @@ capture and bookkeeping; its answer is read by nobody, so it skips recall.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..models import Turn, utcnow
 from ..recall.ranking import RecallResult, auto_recall
@@ -78,8 +77,10 @@ from .session_state import (
 )
 
 if TYPE_CHECKING:
+    from ..capture.gate import GateResult
+    from ..capture.queue import ExtractionQueue
     from ..config import Settings
-    from .core import MemoryDaemon
+    from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 
@@ -106,10 +107,31 @@ def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: s
     return recall_query(prompts, marker.get("snapshot")) or None
 
 
+class Host(Protocol):
+    """What the executor uses of the daemon that owns it (:class:`~dexai_memory.daemon.core.MemoryDaemon`)."""
+
+    settings: Settings
+    queue: ExtractionQueue
+    write_lock: asyncio.Lock
+
+    @property
+    def provider(self) -> MemoryProvider: ...
+
+    def submit_turn(self, turn: Turn) -> GateResult: ...
+
+    async def flush(self, timeout: float | None = ...) -> bool: ...  # noqa: ASYNC109 - the daemon's API
+
+    def schedule_consolidation(self, user_id: str) -> bool: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]: ...
+
+    async def vectors_ready(self) -> None: ...
+
+
 class EventExecutor:
     """Runs hook events and recall on a running daemon (its provider, queue and write lock)."""
 
-    def __init__(self, daemon: MemoryDaemon):
+    def __init__(self, daemon: Host):
         self.daemon = daemon
 
     @property
@@ -150,15 +172,9 @@ class EventExecutor:
         """What auto-recall injects for ``prompt``: the UserPromptSubmit hook, ``dexai memory
         recall``, the MCP ``recall`` tool and the panel's API all call this. ``max_memories`` /
         ``max_tokens`` override ``auto_recall``'s settings for one call."""
-        settings = self.settings
-        if max_memories is not None or max_tokens is not None:
-            cfg = settings.auto_recall
-            cfg = dataclasses.replace(cfg, max_memories=max_memories if max_memories is not None else cfg.max_memories,
-                                      max_tokens=max_tokens if max_tokens is not None else cfg.max_tokens)
-            settings = dataclasses.replace(settings, auto_recall=cfg)
         await self.daemon.vectors_ready()
-        result = await auto_recall(self.daemon.provider, user_id, prompt, recent, settings, project=project,
-                                   exclude_ids=exclude_ids)
+        result = await auto_recall(self.daemon.provider, user_id, prompt, recent, self.settings, project=project,
+                                   exclude_ids=exclude_ids, max_memories=max_memories, max_tokens=max_tokens)
         if result.memories:
             self.daemon.spawn(self.daemon.provider.record_retrieval(result.memory_ids, user_id=user_id),
                               "record-retrieval")

@@ -24,22 +24,20 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..models import Turn
 from .event import BadEvent, HookEvent, empty_answer
 from .session_state import compaction_instructions
-
-if TYPE_CHECKING:
-    from .core import MemoryDaemon
 
 logger = logging.getLogger(__name__)
 
 Op = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-def socket_ops(daemon: MemoryDaemon) -> dict[str, Op]:
-    """Every operation the daemon serves on its socket, by name."""
+def socket_ops(daemon: Any) -> dict[str, Op]:
+    """Every operation ``daemon`` (a :class:`~dexai_memory.daemon.core.MemoryDaemon`) serves on
+    its socket, by name."""
 
     async def ping(req: dict[str, Any]) -> dict[str, Any]:
         return {"pid": os.getpid(), "state": daemon.state.value}
@@ -59,8 +57,7 @@ def socket_ops(daemon: MemoryDaemon) -> dict[str, Op]:
             exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
             max_memories=_int(req.get("max_memories")), max_tokens=_int(req.get("max_tokens")))
         return {"text": result.text, "tokens": result.tokens, "memory_ids": list(result.memory_ids),
-                "memories": [{"id": r.memory.id, "content": r.memory.content, "source_ids": r.memory.source_ids,
-                              "score": round(r.score, 4)} for r in result.memories],
+                "memories": [r.to_dict() for r in result.memories],
                 "skipped_reason": result.skipped_reason, "latency_ms": round(result.latency_ms, 2)}
 
     async def enqueue(req: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +85,7 @@ def socket_ops(daemon: MemoryDaemon) -> dict[str, Op]:
             "health": health, "queue.notify": notify}
 
 
-async def run_event(daemon: MemoryDaemon, event: HookEvent) -> dict[str, Any] | str:
+async def run_event(daemon: Any, event: HookEvent) -> dict[str, Any] | str:
     """The executor's answer to ``event``; a no-op answer when it fails (a hook never fails the
     agent: PreCompact still gets the compaction instructions)."""
     try:

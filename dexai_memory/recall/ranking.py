@@ -2,20 +2,19 @@
 
 Two entry points:
 
-* :func:`auto_recall` - what a UserPromptSubmit hook injects. It first decides
-  whether to search at all (:func:`needs_recall`): always on a cold start, on a
-  personal reference ("my", "remember", "last time") and on a new entity or a
-  topic shift; a clear continuation of the current topic is skipped when
-  ``auto_recall.skip_on_continuation`` is on. It then searches, ranks, drops
-  what is under the relevance threshold or already visible in the
-  conversation, and keeps at most ``auto_recall.max_memories`` (5) memories
-  within ``auto_recall.max_tokens`` (800).
-* :func:`recall_block` - explicit recall (``dexai memory recall``, the
-  ``recall`` tool, the LoCoMo benchmark). Same search and ranking, no
-  continuation check, and by default *budget mode*: as many memories as fit
-  ``max_tokens`` (not capped at 5) above a low relevance floor. Pass
-  ``max_memories=5`` to get exactly what auto-recall would inject for a cold
-  start. :attr:`RecallResult.memories` are exactly the memories in the text.
+* :func:`auto_recall` - the one recall every door shows: what the UserPromptSubmit hook
+  injects, and what ``dexai memory recall``, the MCP ``recall`` tool and the panel's
+  ``POST /api/recall`` show for the same prompt and store. It first decides whether to
+  search at all (:func:`needs_recall`): always on a cold start, on a personal reference
+  ("my", "remember", "last time") and on a new entity or a topic shift; a clear
+  continuation of the current topic is skipped when ``auto_recall.skip_on_continuation``
+  is on. It then fills the block in budget mode (below), leaving out memories already
+  injected in the session and what the recent conversation shows.
+* :func:`recall_block` - the block itself, *budget mode*: as many memories as fit
+  ``max_tokens`` (``auto_recall.max_tokens``, 800; at most ``auto_recall.max_memories``)
+  above a relevance floor (``auto_recall.relevance_threshold``), one memory per source
+  turn, notes and archived raw turns searched together. :attr:`RecallResult.memories` are
+  exactly the memories in the text. The LoCoMo benchmark measures this block.
 
 What "relevance" means
 ----------------------
@@ -33,10 +32,10 @@ Relevance is therefore computed from evidence, in [0, 1]:
   dilute a clear match), or, for short memories, the share of the memory's
   content words found in the query when at least two match.
 
-``relevance = max(semantic, lexical)``. The default threshold 0.6 thus means
-"cosine >= 0.34, or two distinct content words shared, or most of the query's
-content words present". The BM25-only fallback of command hooks (no daemon)
-has only the lexical evidence. Ranking then
+``relevance = max(semantic, lexical)``. The default floor 0.15 means "some evidence
+at all" (cosine >= 0.16, or a content word shared); 0.6 would mean "cosine >= 0.34, or
+two distinct content words shared, or most of the query's content words present".
+Ranking then
 fuses relevance with the provider's rank score, importance and recency::
 
     score = 0.70 * relevance + 0.15 * rank_score + 0.10 * importance/10 + 0.05 * recency
@@ -51,6 +50,7 @@ package (models, tokens, block), so the command-hook fast path reuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -368,50 +368,41 @@ async def _search(provider: RecallSource, query: str, user_id: str, project: str
 
 async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent: Sequence[str],
                       settings: Settings, *, project: str | None = None, exclude_ids: Iterable[str] = (),
-                      pool: int = DEFAULT_POOL, now: datetime | None = None,
-                      record_retrieval: bool = False) -> RecallResult:
-    """What to inject for ``prompt`` given the ``recent`` conversation (see the module docstring).
+                      max_memories: int | None = None, max_tokens: int | None = None,
+                      now: datetime | None = None, record_retrieval: bool = False) -> RecallResult:
+    """What to inject for ``prompt`` given the ``recent`` conversation (see the module docstring):
+    the one recall behind every door (the UserPromptSubmit hook, ``dexai memory recall``, the
+    MCP ``recall`` tool, the panel's API).
 
-    ``exclude_ids`` are memories already injected in this session. Never
-    raises for a skip: ``skipped_reason`` says why nothing was injected
-    (``disabled``, ``continuation``, ``no results``, ``below threshold``, ...).
-    Provider errors propagate (the hook layer turns them into a no-op).
-    ``record_retrieval`` needs a :class:`~dexai_memory.providers.base.MemoryProvider`
-    (the command hook's read-only reader never asks for it).
+    First :func:`needs_recall` decides whether to search at all; then :func:`recall_block` in
+    budget mode, within ``auto_recall.max_tokens`` and ``auto_recall.max_memories`` (the
+    arguments override them for one call), above ``auto_recall.relevance_threshold``, leaving
+    out ``exclude_ids`` (memories already injected in this session) and what ``recent`` shows
+    already. Never raises for a skip: ``skipped_reason`` says why nothing was injected
+    (``disabled``, ``continuation``, ``no results``, ``below threshold``, ...). Provider
+    errors propagate (the door turns them into a no-op). ``record_retrieval`` counts the
+    injected memories as retrieved (the daemon does it after answering instead).
     """
     t0 = time.perf_counter()
     cfg = settings.auto_recall
-
-    def done(reason: str | None, block: L1Block = EMPTY_BLOCK, mems: tuple[RecalledMemory, ...] = (),
-             why: str | None = None) -> RecallResult:
-        return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, why, block)
-
-    if not cfg.enabled or cfg.max_memories == 0:
-        return done("disabled")
+    limit = cfg.max_memories if max_memories is None else max_memories
+    if not cfg.enabled or limit == 0:
+        return RecallResult(skipped_reason="disabled", latency_ms=(time.perf_counter() - t0) * 1000)
     go, why = needs_recall(prompt, recent, skip_on_continuation=cfg.skip_on_continuation)
     if not go:
-        return done(why)
-    results = await _search(provider, prompt, user_id, project, pool)
-    if not results:
-        return done("no results", why=why)
-    ranked = rank(results, prompt, now=now)
-    visible = VisibleContext([*recent, prompt], exclude_ids=exclude_ids)
-    block, mems = select(ranked, threshold=cfg.relevance_threshold, visible=visible,
-                         max_memories=cfg.max_memories, max_tokens=cfg.max_tokens,
-                         section_budget=min(settings.l1_block.memories_tokens, cfg.max_tokens - FENCE_TOKENS),
-                         now=now)
-    if not mems:
-        return done("below threshold" if all(r.relevance < cfg.relevance_threshold for r in ranked)
-                    else "already visible", why=why)
-    if record_retrieval:
-        await cast("MemoryProvider", provider).record_retrieval([r.memory.id for r in mems], user_id=user_id)
-    return done(None, block, mems, why)
+        return RecallResult(skipped_reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
+    result = await recall_block(provider, user_id, prompt, settings, project=project, max_memories=limit,
+                                max_tokens=max_tokens or cfg.max_tokens, threshold=cfg.relevance_threshold,
+                                recent=recent, exclude_ids=exclude_ids, now=now)
+    if record_retrieval and result.memories:
+        await cast("MemoryProvider", provider).record_retrieval(result.memory_ids, user_id=user_id)
+    return dataclasses.replace(result, reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
 
 
 async def recall_block(provider: RecallSource, user_id: str, query: str, settings: Settings, *,
                        project: str | None = None, max_memories: int | None = None,
                        max_tokens: int | None = None, threshold: float | None = None,
-                       recent: Sequence[str] = (), pool: int | None = None,
+                       recent: Sequence[str] = (), exclude_ids: Iterable[str] = (), pool: int | None = None,
                        now: datetime | None = None) -> RecallResult:
     """Explicit recall for ``query``: the block and exactly the memories in it.
 
@@ -434,9 +425,11 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project, types=BUDGET_TYPES),
                                     limit=size)
     ranked = rank(results, query, now=now, weights=BUDGET_WEIGHTS)
-    visible = VisibleContext(recent) if recent else None
+    exclude = set(exclude_ids)
+    visible = VisibleContext(recent, exclude_ids=exclude) if recent or exclude else None
     floor = BUDGET_MODE_FLOOR if threshold is None else threshold
     block, mems = select(ranked, threshold=floor, visible=visible, max_memories=max_memories,
                          max_tokens=limit, now=now, distinct_sources=True)
-    reason = None if mems else ("no results" if not results else "below threshold")
+    reason = None if mems else ("no results" if not results else
+                                "below threshold" if all(r.relevance < floor for r in ranked) else "already visible")
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
