@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryProvider", "make_provider"]
 
 
-# lazy: the command hook reads the store through .native.schema / .native.reader on its
-# fast path, and importing this package must not load the provider ABC for that
+# lazy: importing this package (a provider's name, the factory) must not load every backend
 __getattr__ = lazy_exports(__name__, {"MemoryProvider": "base"})
 
 

@@ -5,6 +5,5 @@
 - :mod:`.block`: rendering the block, its fence and injection defences.
 - :mod:`.reinjection`: the block injected at session start (:func:`~.reinjection.l1_block`)
   and re-injected after compaction.
-- :mod:`.source`: what recall reads from (a provider, or the command hook's
-  read-only reader, run without an event loop).
+- :mod:`.source`: what recall reads from (the two reads it makes of a provider).
 """

@@ -421,8 +421,7 @@ async def gather_block_inputs(provider: RecallSource, *, user_id: str, project: 
 
     ``relevant`` (from auto-recall) is passed through. The snapshot of
     ``session_id`` is preferred; otherwise the newest snapshot in scope.
-    ``session``, when given, is used instead of the stored snapshot (the command
-    hook's read-only reader cannot store the snapshot it was handed).
+    ``session``, when given, is used instead of the stored snapshot.
     """
     pinned = await provider.list(user_id=user_id, filters=SearchFilters(project=project, pinned=True), limit=10)
     top_tier = await provider.list(user_id=user_id, filters=SearchFilters(project=project, tiers=(Tier.L1,)),

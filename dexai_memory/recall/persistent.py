@@ -26,9 +26,6 @@ newest (goals: newest first). Each category is held to its ``max_items`` and
 ``max_tokens``, the section to ``persistent_context.max_tokens``; what does
 not fit stays reachable by ``recall`` and is counted ("- +3 more warnings: ask
 recall").
-
-Stdlib-only (models, tokens, block): the command hook's no-daemon fallback
-renders it from :class:`~dexai_memory.providers.native.reader.SqliteReader`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The Claude Code PostToolUse hook (:mod:`dexai_memory.daemon.prefetch_items`) turns a tool
 call into :class:`PrefetchItem` s (a file read or edited, a failing command's
 error, a branch switched to); :func:`prefetch` looks each one up in any
-:class:`~dexai_memory.recall.source.RecallSource` (the daemon's provider, or the
-hook's read-only SQLite reader with BM25 only) and returns a small fenced block.
+:class:`~dexai_memory.recall.source.RecallSource` (the daemon's provider) and returns a
+small fenced block.
 
 Search proposes, rules decide. Keyword search on the item's words finds the
 candidates (memories, and EPISODE memories searched by type), but a candidate

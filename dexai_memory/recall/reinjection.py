@@ -43,11 +43,6 @@ current goal, preferences, project facts, people and insights, held to
 This module also holds :func:`l1_block`, the block injected at session start
 (and by the SDK and the Messages API loop), which gives the re-injection block
 after compaction.
-
-Stdlib-only (models, tokens, block, persistent, ranking): the command hooks' no-daemon
-fallback (:mod:`dexai_memory.hooks.client`) runs these same functions on the
-read-only :class:`~dexai_memory.providers.native.reader.SqliteReader`
-(see :mod:`dexai_memory.recall.source`).
 """
 
 from __future__ import annotations
@@ -241,8 +236,7 @@ async def gather_inputs(provider: RecallSource, user_id: str, settings: Settings
     """The candidates of every priority class from ``provider``; ``query`` (see
     :func:`recall_query`) selects the relevant ones, ``recent`` is what the model
     still sees (relevant memories it holds are left out). ``session``, when given,
-    is the session state instead of the stored snapshot (the command hook's reader
-    cannot store the snapshot it was handed)."""
+    is the session state instead of the stored snapshot."""
 
     async def listed(limit: int, **kw: Any) -> list[Memory]:
         return await provider.list(user_id=user_id, filters=SearchFilters(project=project, **kw), limit=limit)

@@ -6,10 +6,8 @@
 - :mod:`.schema`: the ``memories`` table as SQL (columns, row decoding, WHERE / list / FTS queries).
 - :mod:`.search`: hybrid search (BM25 and vectors, reciprocal rank fusion).
 - :mod:`.vectors`: the vectors (``vec0``, deferred vectors, the in-memory index).
-- :mod:`.reader`: :class:`~.reader.SqliteReader`, the command hook's read-only reader (stdlib ``sqlite3``).
 
-``NativeProvider`` loads lazily, so the command hook's fast path can read the
-store through :mod:`.schema` and :mod:`.reader` without importing the provider's
+``NativeProvider`` loads lazily: naming the package does not import the provider's
 dependencies (aiosqlite, sqlean, numpy).
 """
 

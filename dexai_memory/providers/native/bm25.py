@@ -1,9 +1,7 @@
 """The BM25 side of a search of the native store: FTS5 ranked alone, then filtered.
 
-Shared by the provider's hybrid search (:mod:`.search`) and the command
-hook's reader (:mod:`.reader`); light (no numpy, no aiosqlite): the command
-hook imports it on every prompt. Every function runs with a ``sqlite3`` (or
-``sqlean``) connection, in the connection's own thread.
+Used by the provider's hybrid search (:mod:`.search`). Every function runs with a
+``sqlite3`` (or ``sqlean``) connection, in the connection's own thread.
 """
 
 from __future__ import annotations

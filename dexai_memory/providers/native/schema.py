@@ -1,13 +1,7 @@
 """The ``memories`` table as SQL: its columns, row decoding, and the WHERE, list and
-full-text queries, shared by the native provider and the command hook's reader.
+full-text queries, used by the native provider (:mod:`.search`, :mod:`.bm25`, the provider).
 
-:class:`~dexai_memory.providers.native.provider.NativeProvider` (aiosqlite, in the
-daemon and the CLI) and :class:`~dexai_memory.providers.native.reader.SqliteReader`
-(stdlib ``sqlite3``, in a command hook when no daemon answers) build every query
-on the table from these helpers, so both read the same rows the same way.
-
-Stdlib and foundation modules only (models): the command hook imports this on
-its fast path, where aiosqlite, numpy and the embedder must not load.
+Stdlib and foundation modules only (models).
 """
 
 from __future__ import annotations
