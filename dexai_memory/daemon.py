@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from .agent_tools.ops import tool_ops
 from .capture.admit import admit
 from .capture.queue import ExtractionQueue, Job
 from .embeddings import bulk_embedder
@@ -152,7 +153,7 @@ class MemoryDaemon:
         self._last_health: dict[str, Any] = {}
         self.runs: collections.Counter[str] = collections.Counter()
         self.last_reports: dict[str, Any] = {}
-        for op, handler in socket_ops(self).items():
+        for op, handler in {**socket_ops(self), **tool_ops(self)}.items():
             self.ipc.register(op, handler)
 
     # ------------------------------------------------------------------ lifecycle
