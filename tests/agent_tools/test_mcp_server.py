@@ -303,3 +303,23 @@ async def test_tool_ops_write_under_the_daemons_lock(isolated_home: Path, embedd
         over_socket = await asyncio.to_thread(ipc_request, daemon.settings.socket_path, {"op": "tool.call", "name": "forget", "user_id": U, "arguments": {"query": "Ana lives in Porto"}}, 30)
         assert over_socket is not None and over_socket["ok"] and not over_socket["isError"]
         assert over_socket["content"][0]["text"].startswith("Forgot ")
+
+
+def test_a_call_with_no_daemon_starts_one(isolated_home: Path) -> None:
+    """Autostart on (the plugin's default): the first tool call starts `dexai daemon run` for the data
+    directory, waits for it and is answered by it; the daemon outlives the server (until its idle exit)."""
+    from dexai_memory.daemon_control import lock_held, stop
+
+    settings = load_settings()
+    raw = Raw(isolated_home, DEXAI_DAEMON_AUTOSTART="1")
+    try:
+        added = raw.rpc(request(1, "tools/call", {"name": "remember", "arguments": {
+            "content": "User's sister Ana lives in Porto", "category": "person"}}))
+        assert added["result"]["isError"] is False, added
+        assert added["result"]["content"][0]["text"].startswith("Remembered as ")
+        assert raw.close() == 0
+        assert lock_held(settings)
+        pong = ipc_request(settings.socket_path, {"op": "ping"}, 5)
+        assert pong is not None and pong["version"] == __version__
+    finally:
+        assert stop(settings)
