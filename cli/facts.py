@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ CATEGORY_NAMES = ("preference", "fact", "insight", "warning", "goal", "instructi
 def _scope(ctx: Context) -> None:
     from dexai_memory.daemon.session_state import project_for
 
-    ctx.project = ctx.project or project_for({"cwd": os.getcwd()})
+    ctx.project = ctx.project or project_for()
 
 
 def _with(ctx: Context, fn: Callable[[Any], Awaitable[T]]) -> T:

@@ -2,7 +2,7 @@
 
 Serves ``remember``, ``recall`` and ``forget`` - the same tools, schemas and
 wording as the Agent SDK's in-process server - to Claude Code or any MCP
-client; see :mod:`dexai_memory.mcp_server`.
+client, as a thin client of the daemon; see :mod:`dexai_memory.mcp_server`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def mcp() -> None:
     The data directory is $DEXAI_MEMORY_HOME (or ~/.local/share/dexai-memory);
     the user is $DEXAI_MEMORY_USER (or $USER) and the project scope
     $DEXAI_MEMORY_PROJECT (unset: all of the user's memories), as for the hooks.
-    The store is opened on the first tool call and closed when stdin closes.
+    Tool calls are run by the memory daemon (started when none answers, unless
+    daemon.autostart is off); this process opens no store of its own.
     """
     from dexai_memory.mcp_server import main
 

@@ -203,7 +203,7 @@ def test_class_size() -> None:
 def test_the_checker_sees_imports() -> None:
     """Guards the guard: the graph finds known edges, relative and nested ones included."""
     assert f"{PACKAGE}.errors" in GRAPH[f"{PACKAGE}.models"]
-    assert f"{PACKAGE}.hooks.command" in GRAPH[f"{PACKAGE}.hook_runtime"]
+    assert f"{PACKAGE}.hooks.client" in GRAPH[f"{PACKAGE}.hook_runtime"]
     assert any(_family(d) == "testing" for d in GRAPH[f"{PACKAGE}.cli.demo"])
 
 

@@ -2,9 +2,14 @@
 
 - :mod:`.tools`: what the tools do, once, as plain async functions on a provider
   (or a daemon that has one), and their result objects.
-- :mod:`.mcp`: the tools as MCP sees them (:class:`MemoryTools`, :data:`TOOL_SPECS`),
-  the MCP server both front ends serve (:func:`build_mcp_server`) and the Agent SDK
-  in-process server (:func:`memory_mcp_server`, :func:`allowed_tools`).
+- :mod:`.specs`: the tools as the model sees them (:data:`TOOL_SPECS`: names,
+  descriptions, input schemas), standard library only, so the stdio MCP server
+  lists them without loading anything else.
+- :mod:`.mcp`: the tools as MCP answers them (:class:`MemoryTools`), the Agent SDK
+  in-process server (:func:`memory_mcp_server`, :func:`build_mcp_server`,
+  :func:`allowed_tools`).
+- :mod:`.ops`: the daemon's ``tool.call`` socket operation, which the plugin's stdio
+  MCP server (:mod:`dexai_memory.mcp_server`) forwards every tool call to.
 
 Wiring (Agent SDK)::
 
@@ -48,23 +53,30 @@ _WHERE: dict[str, str] = {
     "remember": "tools",
     "resolve_classifier": "tools",
     "resolve_provider": "tools",
-    "FORGET_DESCRIPTION": "mcp",
-    "FORGET_SCHEMA": "mcp",
+    "FORGET_DESCRIPTION": "specs",
+    "FORGET_SCHEMA": "specs",
     "MemoryTools": "mcp",
-    "RECALL_DESCRIPTION": "mcp",
-    "RECALL_SCHEMA": "mcp",
-    "REMEMBER_DESCRIPTION": "mcp",
-    "REMEMBER_SCHEMA": "mcp",
-    "TOOL_SPECS": "mcp",
-    "ToolSpec": "mcp",
+    "RECALL_DESCRIPTION": "specs",
+    "RECALL_SCHEMA": "specs",
+    "REMEMBER_DESCRIPTION": "specs",
+    "REMEMBER_SCHEMA": "specs",
+    "TOOL_SPECS": "specs",
+    "ToolSpec": "specs",
     "build_mcp_server": "mcp",
     "memory_mcp_server": "mcp",
+    "recall_text": "mcp",
+    "CATEGORIES": "specs",
+    "spec_for": "specs",
+    "tool_ops": "ops",
 }
 
 __all__ = sorted(_WHERE)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .mcp import (
+    from .mcp import MemoryTools, build_mcp_server, memory_mcp_server, recall_text
+    from .ops import tool_ops
+    from .specs import (
+        CATEGORIES,
         FORGET_DESCRIPTION,
         FORGET_SCHEMA,
         RECALL_DESCRIPTION,
@@ -72,10 +84,8 @@ if TYPE_CHECKING:  # pragma: no cover
         REMEMBER_DESCRIPTION,
         REMEMBER_SCHEMA,
         TOOL_SPECS,
-        MemoryTools,
         ToolSpec,
-        build_mcp_server,
-        memory_mcp_server,
+        spec_for,
     )
     from .tools import (
         ALLOWED_TOOLS,

@@ -1,25 +1,43 @@
-"""The memory tools as MCP sees them: names, descriptions, input schemas, replies.
+"""The memory tools as MCP answers them: argument checks, replies, errors.
 
 :class:`MemoryTools` binds the tool functions of :mod:`.tools` to a user,
 project and session and answers MCP tool calls (:meth:`MemoryTools.call`:
-argument checks, reply wording, errors as tool errors). :func:`build_mcp_server`
-wraps it in one MCP server that both front ends serve:
-:func:`memory_mcp_server` hands it to an Agent SDK agent in process, and
-:mod:`dexai_memory.mcp_server` (``dexai mcp``) serves it over stdio to Claude
-Code. ``mcp`` and ``claude_agent_sdk`` are imported only inside those factories.
+argument checks against :data:`~.specs.TOOL_SPECS`, reply wording, errors as
+tool errors). It runs in two places: the daemon's ``tool.call`` socket
+operation (:mod:`.ops`), which the plugin's stdio MCP server
+(:mod:`dexai_memory.mcp_server`, ``dexai mcp``) forwards every call to, and
+:func:`build_mcp_server`, the in-process server an Agent SDK agent gets from
+:func:`memory_mcp_server`. ``mcp`` and ``claude_agent_sdk`` are imported only
+inside those factories.
+
+The ``recall`` tool answers with the block the UserPromptSubmit hook would
+inject for the same query (:func:`dexai_memory.recall.ranking.auto_recall`:
+fenced, role tags neutralised), then one line with the memories' ids.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings, load_settings
 from ..errors import DexaiMemoryError
 from ..providers.base import MemoryProvider
+from ..recall import ranking
+from .specs import (
+    FORGET_DESCRIPTION,
+    FORGET_SCHEMA,
+    RECALL_DESCRIPTION,
+    RECALL_SCHEMA,
+    REMEMBER_DESCRIPTION,
+    REMEMBER_SCHEMA,
+    TOOL_SPECS,
+    ToolSpec,
+    spec_for,
+)
 from .tools import (
     SERVER_NAME,
     TOOL_NAMES,
@@ -30,80 +48,24 @@ from .tools import (
     forget,
     recall,
     remember,
+    resolve_provider,
 )
+
+__all__ = [
+    "FORGET_DESCRIPTION", "FORGET_SCHEMA", "RECALL_DESCRIPTION", "RECALL_SCHEMA", "REMEMBER_DESCRIPTION",
+    "REMEMBER_SCHEMA", "TOOL_SPECS", "MemoryTools", "ToolSpec", "build_mcp_server", "memory_mcp_server",
+    "recall_text",
+]
 
 logger = logging.getLogger(__name__)
 
 
-REMEMBER_DESCRIPTION = (
-    "Store an important fact in persistent memory. Use it when you learn something worth remembering "
-    "long-term: a user preference (\"I prefer X\", \"always do Y\", \"never do Z\"), a key project fact, an "
-    "insight, a mistake to avoid (warning), or a changed goal. Persistent memories survive context "
-    "compaction and future sessions. One concise, specific statement per call; newer statements replace "
-    "older ones they contradict. Don't over-use it. When the user finished or dropped a commitment or goal, "
-    "call it with status done or cancelled."
-)
-FORGET_DESCRIPTION = (
-    "Forget a stored memory (soft delete). Pass memory_id (from recall) to forget that memory, or a query: "
-    "it is forgotten only if exactly one memory clearly matches, otherwise the candidates are listed."
-)
-RECALL_DESCRIPTION = (
-    "Search persistent memory. Returns matching memories with their ids, categories and dates, best first."
-)
-
-REMEMBER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "content": {"type": "string", "description": "The fact to remember (specific and actionable)"},
-        "category": {
-            "type": "string",
-            "enum": [c.value for c in Category],
-            "description": "preference (user likes/dislikes), fact (project or personal info), insight "
-                           "(realization), warning (mistake to avoid), goal (current objective), instruction "
-                           "(a standing rule: \"always run the linter\"), person (someone and their role)",
-        },
-        "status": {
-            "type": "string", "enum": ["done", "cancelled"],
-            "description": "Close a commitment or goal instead of storing anything: the one memory_id names, "
-                           "else the open one content describes (\"send the report to Priya\")",
-        },
-        "memory_id": {"type": "string", "description": "With status: the commitment or goal to close"},
-        "pin": {"type": "boolean", "description": "Pin it (always in context; at most 10 pins)"},
-    },
-    "required": ["content", "category"],
-}
-FORGET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "memory_id": {"type": "string", "description": "Id of the memory to forget (from recall)"},
-        "query": {"type": "string", "description": "Words describing the memory to forget"},
-    },
-}
-RECALL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "What to look for"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "At most this many (default 5)"},
-    },
-    "required": ["query"],
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """One tool as the model sees it: name, description and JSON Schema of its arguments."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any]
-
-
-#: The three tools, in :data:`TOOL_NAMES` order; both MCP servers list exactly these.
-TOOL_SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec("remember", REMEMBER_DESCRIPTION, REMEMBER_SCHEMA),
-    ToolSpec("forget", FORGET_DESCRIPTION, FORGET_SCHEMA),
-    ToolSpec("recall", RECALL_DESCRIPTION, RECALL_SCHEMA),
-)
+def recall_text(query: str, result: ranking.RecallResult) -> str:
+    """The ``recall`` tool's answer: the hook's block for ``query``, then the ids of its memories
+    (so ``forget`` can name one); a plain sentence when nothing is relevant."""
+    if not result.text:
+        return f"No memories found for {query!r}."
+    return f"{result.text}\n\nMemory ids (for forget): {', '.join(result.memory_ids)}"
 
 
 def _tool_result(text: str, data: Mapping[str, Any] | None = None, *, is_error: bool = False) -> dict[str, Any]:
@@ -129,25 +91,30 @@ def _invalid_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | No
 class MemoryTools:
     """The three tools bound to one provider (or daemon), user, project and session.
 
-    :meth:`call` is the single entry point of both MCP front ends (the Agent
-    SDK's in-process server and ``dexai mcp`` over stdio): it checks the
-    arguments against the tool's schema and runs :meth:`handle_remember` /
-    :meth:`handle_forget` / :meth:`handle_recall`, which take the MCP
-    ``arguments`` dict and return the MCP result dict (a readable text block,
-    then the same outcome as JSON). Bad arguments and errors become
+    :meth:`call` is the single entry point of every MCP front end (the
+    daemon's ``tool.call`` operation behind ``dexai mcp``, and the Agent SDK's
+    in-process server): it checks the arguments against the tool's schema and
+    runs :meth:`handle_remember` / :meth:`handle_forget` / :meth:`handle_recall`,
+    which take the MCP ``arguments`` dict and return the MCP result dict
+    (``remember`` and ``forget``: a readable text block, then the same outcome
+    as JSON; ``recall``: :func:`recall_text`). Bad arguments and errors become
     ``is_error`` results the model can read; nothing raises out of :meth:`call`.
 
-    ``settings`` default to :func:`~dexai_memory.config.load_settings`, loaded
-    on first use. Subclasses open the provider lazily by overriding
-    :meth:`provider`.
+    ``project`` scopes recall and forget (None: all of the user's memories);
+    ``remember`` stores under ``capture_project`` when given (the hooks' project
+    key of the session's directory), else under ``project``. ``settings``
+    default to :func:`~dexai_memory.config.load_settings`, loaded on first use.
+    Subclasses open the provider lazily by overriding :meth:`provider`.
     """
 
     def __init__(self, source: MemoryProvider | Any, user_id: str, *, project: str | None = None,
-                 session_id: str | None = None, settings: Settings | None = None) -> None:
+                 session_id: str | None = None, settings: Settings | None = None,
+                 capture_project: str | None = None) -> None:
         self.source = source
         self.user_id = user_id
         self.project = project
         self.session_id = session_id
+        self.capture_project = capture_project
         self._settings = settings
 
     @property
@@ -170,7 +137,7 @@ class MemoryTools:
                        memory_id: str | None = None, pin: bool = False) -> RememberResult:
         """:func:`remember` for the bound user, project and session."""
         return await remember(await self.provider(), content, category, user_id=self.user_id,
-                              project=self.project, session_id=self.session_id, top_k=self.top_k,
+                              project=self.capture_project or self.project, session_id=self.session_id, top_k=self.top_k,
                               status=status, memory_id=memory_id, pin=pin,
                               max_pins=self.settings.lifecycle.max_pins)
 
@@ -183,6 +150,18 @@ class MemoryTools:
         """:func:`recall` for the bound user and project."""
         return await recall(await self.provider(), query, user_id=self.user_id, limit=limit,
                             project=self.project, settings=self.settings)
+
+    async def auto_recall(self, query: str) -> ranking.RecallResult:
+        """What the UserPromptSubmit hook would inject for ``query`` as a fresh prompt (no recent
+        conversation, nothing injected yet), for the bound user and project. With
+        ``auto_recall.enabled: false`` (no injection per prompt) the explicit tool still answers,
+        with the same ranking and budget."""
+        settings = self.settings
+        if not settings.auto_recall.enabled:
+            settings = dataclasses.replace(settings, auto_recall=dataclasses.replace(settings.auto_recall,
+                                                                                     enabled=True))
+        return await ranking.auto_recall(resolve_provider(await self.provider()), self.user_id, query, [], settings,
+                                         project=self.project)
 
     async def handle_remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The ``remember`` tool: MCP arguments in, MCP result dict out."""
@@ -207,11 +186,12 @@ class MemoryTools:
     async def handle_recall(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The ``recall`` tool: MCP arguments in, MCP result dict out."""
         try:
-            result = await self.recall(str(args.get("query") or ""), int(args.get("limit") or 5))
+            query = str(args.get("query") or "")
+            result = await self.auto_recall(query)
         except DexaiMemoryError as exc:
             logger.warning("recall tool failed: %s", exc)
             return _tool_result(f"Error: {exc}", is_error=True)
-        return _tool_result(result.to_text(), result.to_dict())
+        return _tool_result(recall_text(query, result))
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run tool ``name`` with ``arguments``; always an MCP result dict, never an exception.
@@ -221,7 +201,7 @@ class MemoryTools:
         database) is logged with its traceback and reported to the model as
         ``Error: <tool> failed: ...``.
         """
-        spec = next((s for s in TOOL_SPECS if s.name == name), None)
+        spec = spec_for(name)
         if spec is None:
             return _tool_result(f"Error: unknown tool {name!r} (expected one of: {', '.join(TOOL_NAMES)})",
                                 is_error=True)
@@ -241,17 +221,16 @@ class MemoryTools:
 def build_mcp_server(tools: MemoryTools, name: str = SERVER_NAME, *, version: str | None = None) -> Any:
     """A lowlevel ``mcp.server.Server`` (mcp >= 2) listing :data:`TOOL_SPECS` and running :meth:`MemoryTools.call`.
 
-    The one server behind both front ends: :func:`memory_mcp_server` hands it
-    to the Agent SDK in process; :mod:`dexai_memory.mcp_server` serves it over
-    stdio (``dexai mcp``).
+    :func:`memory_mcp_server` hands it to the Agent SDK in process. (The plugin's
+    stdio server, :mod:`dexai_memory.mcp_server`, lists the same specs without
+    the SDK and forwards calls to the daemon, which runs :meth:`MemoryTools.call`.)
     """
     from mcp.server.lowlevel import Server
     from mcp.types import CallToolResult, ListToolsResult, Tool
 
     from ..version import __version__
 
-    wire = [Tool.model_validate({"name": s.name, "description": s.description, "inputSchema": dict(s.input_schema)})
-            for s in TOOL_SPECS]
+    wire = [Tool.model_validate(s.to_wire()) for s in TOOL_SPECS]
 
     async def on_list_tools(ctx: Any, params: Any) -> ListToolsResult:
         return ListToolsResult(tools=wire)
@@ -274,7 +253,7 @@ def memory_mcp_server(provider_or_daemon: MemoryProvider | Any, user_id: str, pr
     Put it in ``ClaudeAgentOptions(mcp_servers={name: server})`` under the same
     ``name`` and allow :func:`allowed_tools` ``(name)``. The provider must be
     started (``async with provider``) while the agent runs. The server is
-    :func:`build_mcp_server`, the same one ``dexai mcp`` serves over stdio.
+    :func:`build_mcp_server`: the same tools, schemas and replies as ``dexai mcp``.
     """
     from claude_agent_sdk import McpSdkServerConfig
 

@@ -47,6 +47,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
+from ..agent_tools.ops import tool_ops
 from ..capture.admit import admit
 from ..capture.queue import ExtractionQueue, Job
 from ..embeddings import bulk_embedder
@@ -133,8 +134,7 @@ class MemoryDaemon:
         self.last_reports: dict[str, Any] = {}
         #: The one event executor (hook events, recall) every door calls.
         self.executor = EventExecutor(self)
-        self._warm: asyncio.Task[Any] | None = None
-        for op, handler in socket_ops(self).items():
+        for op, handler in {**socket_ops(self), **tool_ops(self)}.items():
             self.ipc.register(op, handler)
 
     # ------------------------------------------------------------------ lifecycle
@@ -188,13 +188,15 @@ class MemoryDaemon:
                                  classifier=classifier)
         _ = self.pipeline.gate, self.pipeline.extractor  # build them now, not on the first turn
         self.pipeline.journal = self.queue.save_notes  # extracted notes survive a crash before storage
-        self._warm = self._spawn(self._warm_up(), name="warm-up")
+        self.executor.warm_up(self._spawn(self.executor.load_model(), name="warm-up"))
         await self._claim_queue()
-        await self._replay_events()
+        await self.executor.replay_queued_events()
         self._spawn(self._supervise("queue-worker", self._run_worker))
         self._spawn(self._health_loop())
         if self.schedule:
-            self._start_scheduler()
+            from .schedule import start_scheduler
+
+            self.scheduler = start_scheduler(self)
         if self.serve_socket:
             await self.ipc.start()
         if self.serve_api and self.settings.daemon.api_port:
@@ -224,24 +226,6 @@ class MemoryDaemon:
                 if time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(0.2)
-
-    async def _replay_events(self) -> None:
-        """Run the hook events a client queued while no daemon answered (oldest first), before
-        the socket serves new ones: the prompts they recorded, the turns they end, the tool
-        results they carry are captured as if the daemon had been up."""
-        from ..capture.queue_file import drop_event, queued_events
-        from .event import BadEvent, HookEvent
-        from .ops import run_event
-
-        for row, data in await asyncio.to_thread(queued_events, self.queue.path):
-            try:
-                event = HookEvent.from_json(data, replayed=True)
-            except BadEvent as exc:
-                logger.warning("a queued hook event was not replayed: %s", exc)
-            else:
-                await run_event(self, event)
-                self.runs["replayed-events"] += 1
-            await asyncio.to_thread(drop_event, self.queue.path, row)
 
     async def stop(self, flush_timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
         """Stop accepting work, let the worker finish what is due (up to ``flush_timeout``
@@ -378,11 +362,6 @@ class MemoryDaemon:
         }
 
     # ------------------------------------------------------------------ scheduler
-    def _start_scheduler(self) -> None:
-        from .schedule import start_scheduler
-
-        self.scheduler = start_scheduler(self)
-
     def next_runs(self) -> dict[str, str | None]:
         """Next run time of each scheduled job (ISO), for health and ``dexai daemon``."""
         if self.scheduler is None:
@@ -525,7 +504,7 @@ class MemoryDaemon:
         """
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
-        recent = self.recent_turns(turn)
+        recent = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
         admission = admit(turn, tuple(recent), self.pipeline.gate)  # redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:
@@ -535,30 +514,6 @@ class MemoryDaemon:
             self.queue.enqueue(clean, context=admission.context)
         recent.append(clean.content)
         return verdict
-
-    def recent_turns(self, turn: Turn) -> collections.deque[str]:
-        """The last turns of ``turn``'s session, as the gate's novelty check keeps them."""
-        return self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
-
-    async def vectors_ready(self) -> None:
-        """Wait (at most ``daemon.cold_recall_wait_seconds``) for the embedding model the daemon
-        loads at start, so the first prompt after a cold start is recalled as a warm one is."""
-        warm = self._warm
-        if warm is None or warm.done():
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(warm), self.settings.daemon.cold_recall_wait_seconds)
-        except TimeoutError:
-            logger.warning("the embedding model is still loading after %.1fs: recall goes on without waiting",
-                           self.settings.daemon.cold_recall_wait_seconds)
-
-    async def _warm_up(self) -> None:
-        embedder = getattr(self._provider, "embedder", None)
-        if embedder is not None:
-            try:
-                await embedder.aembed("warm up")
-            except DexaiMemoryError as exc:
-                logger.error("the embedding model did not load: %s", exc)
 
     async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API
         """Process every queued turn that is due now; True when done within ``timeout``."""

@@ -46,6 +46,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import DexaiMemoryError
 from ..models import Turn, utcnow
 from ..recall.ranking import RecallResult, auto_recall
 from .actions import HookActions
@@ -125,7 +126,6 @@ class Host(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]: ...
 
-    async def vectors_ready(self) -> None: ...
 
 
 class EventExecutor:
@@ -133,6 +133,7 @@ class EventExecutor:
 
     def __init__(self, daemon: Host):
         self.daemon = daemon
+        self._model: asyncio.Task[Any] | None = None
 
     @property
     def settings(self) -> Settings:
@@ -172,13 +173,63 @@ class EventExecutor:
         """What auto-recall injects for ``prompt``: the UserPromptSubmit hook, ``dexai memory
         recall``, the MCP ``recall`` tool and the panel's API all call this. ``max_memories`` /
         ``max_tokens`` override ``auto_recall``'s settings for one call."""
-        await self.daemon.vectors_ready()
+        await self.vectors_ready()
         result = await auto_recall(self.daemon.provider, user_id, prompt, recent, self.settings, project=project,
                                    exclude_ids=exclude_ids, max_memories=max_memories, max_tokens=max_tokens)
         if result.memories:
             self.daemon.spawn(self.daemon.provider.record_retrieval(result.memory_ids, user_id=user_id),
                               "record-retrieval")
         return result
+
+    # ------------------------------------------------------------------ the daemon's start
+    async def load_model(self) -> None:
+        """Load the embedding model now (the daemon's start), not at the first prompt."""
+        embedder = getattr(self.daemon.provider, "embedder", None)
+        if embedder is not None:
+            try:
+                await embedder.aembed("warm up")
+            except DexaiMemoryError as exc:
+                logger.error("the embedding model did not load: %s", exc)
+
+    def warm_up(self, task: asyncio.Task[Any]) -> None:
+        """``task`` (:meth:`load_model`, run by the daemon) is what :meth:`vectors_ready` waits for."""
+        self._model = task
+
+    async def vectors_ready(self) -> None:
+        """Wait (at most ``daemon.cold_recall_wait_seconds``) for the embedding model the daemon
+        loads at start, so the first prompt after a cold start is recalled as a warm one is."""
+        task = self._model
+        if task is None or task.done():
+            return
+        wait = self.settings.daemon.cold_recall_wait_seconds
+        try:
+            await asyncio.wait_for(asyncio.shield(task), wait)
+        except TimeoutError:
+            logger.warning("the embedding model is still loading after %.1fs: recall goes on without waiting", wait)
+
+    async def replay_queued_events(self) -> int:
+        """Run the hook events a client queued while no daemon answered (oldest first), before
+        the socket serves new ones: the prompts they recorded, the turns they end, the tool
+        results they carry are captured as if the daemon had been up. Returns how many ran."""
+        from ..capture.queue_file import drop_event, queued_events
+        from .event import BadEvent
+
+        done = 0
+        for row, data in await asyncio.to_thread(queued_events, self.daemon.queue.path):
+            try:
+                event = HookEvent.from_json(data, replayed=True)
+            except BadEvent as exc:
+                logger.warning("a queued hook event was not replayed: %s", exc)
+            else:
+                try:
+                    await self.handle(event)
+                except Exception:  # logged; the next events still run
+                    logger.exception("replayed hook %s failed", event.name)
+                done += 1
+            await asyncio.to_thread(drop_event, self.daemon.queue.path, row)
+        if done:
+            logger.info("replayed %d hook event(s) queued while no daemon answered", done)
+        return done
 
     # ------------------------------------------------------------------ events
     async def on_session_start(self, event: HookEvent) -> dict[str, Any]:

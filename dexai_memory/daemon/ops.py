@@ -21,12 +21,14 @@ Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` f
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..models import Turn
+from ..pipeline import RECENT_TURNS
 from .event import BadEvent, HookEvent, empty_answer
 from .session_state import compaction_instructions
 
@@ -66,7 +68,8 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
             return {"ok": False, "error": "enqueue needs a 'turn' object"}
         turn = Turn.from_dict(data)
         for text in req.get("recent") or ():
-            daemon.recent_turns(turn).append(str(text))
+            daemon._recent.setdefault((turn.user_id, turn.session_id),
+                                      collections.deque(maxlen=RECENT_TURNS)).append(str(text))
         verdict = daemon.submit_turn(turn)
         return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
 

@@ -102,4 +102,4 @@ def test_launcher_without_dexai_memory_fails_clearly(tmp_path: Path) -> None:
     for args in (["mcp"], ["memory", "facts"]):
         done = _launcher(args, bare, tmp_path)
         assert done.returncode == 1 and done.stdout == ""
-        assert "no Python with dexai-memory found" in done.stderr and "pip install dexai-memory" in done.stderr
+        assert "cannot import dexai_memory" in done.stderr and "pip install dexai-memory" in done.stderr

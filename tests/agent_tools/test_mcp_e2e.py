@@ -1,14 +1,18 @@
 """End to end with the real Claude Code CLI: the plugin's MCP server (``.mcp.json`` ->
-``hooks/dexai-hook mcp``) serves ``remember`` to the model, and ``/dexai-memory:facts`` shows it."""
+``hooks/dexai-hook mcp``) serves ``remember`` to the model, the daemon it forwards the call to
+(started on demand, as for a new user) stores it, and ``/dexai-memory:facts`` shows it."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dexai_memory.config import load_settings
+from dexai_memory.daemon.control import stop
 from dexai_memory.embeddings import Embedder
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
@@ -30,8 +34,16 @@ def tool_results(api: FakeMessagesAPI) -> list[dict[str, Any]]:
             for block in message["content"] if block.get("type") == "tool_result"]
 
 
-async def test_the_model_remembers_through_the_plugin_mcp_server(tmp_path: Path, isolated_home: Path,
+@pytest.fixture
+def daemon_stopped(isolated_home: Path) -> Iterator[Path]:
+    """The data directory; the daemon started for it during the test is stopped afterwards."""
+    yield isolated_home
+    assert stop(load_settings(home=isolated_home), timeout=15)
+
+
+async def test_the_model_remembers_through_the_plugin_mcp_server(tmp_path: Path, daemon_stopped: Path,
                                                                  embedder: Embedder) -> None:
+    isolated_home = daemon_stopped
     validation = validate_plugin(REPO, strict=True)
     assert validation.ok, (validation.errors, validation.warnings)
     provides = validation.report["provides"]
@@ -44,7 +56,8 @@ async def test_the_model_remembers_through_the_plugin_mcp_server(tmp_path: Path,
         run = ClaudeRun(home=tmp_path / "claude-home", base_url=api.base_url, cwd=tmp_path / "project",
                         plugin_dirs=[REPO], permission_mode="default", extra_args=["--allowedTools", REMEMBER],
                         env={"DEXAI_MEMORY_HOME": str(isolated_home), "DEXAI_MEMORY_USER": "alice",
-                             "DEXAI_HOOK_PYTHON": sys.executable}, timeout=120)
+                             "DEXAI_HOOK_PYTHON": sys.executable, "DEXAI_DAEMON_AUTOSTART": "1"},
+                        timeout=120, auth="token")  # no API key: the daemon extracts offline
         first = (await run.arun(PROMPT)).check()
         results = tool_results(api)
         assert len(results) == 1 and not results[0].get("is_error"), results

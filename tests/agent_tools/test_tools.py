@@ -263,7 +263,8 @@ async def test_tools_through_the_sdk_mcp_server(store: NativeProvider) -> None:
         no_args = await client.call_tool("forget", {})
         assert no_args.is_error and "memory_id or a query" in _text(no_args)
 
-        new_id = json.loads(found.content[-1].text)["memories"][0]["id"]  # type: ignore[union-attr]
+        new_id = json.loads(replaced.content[-1].text)["memory"]["id"]  # type: ignore[union-attr]
+        assert len(found.content) == 1 and _text(found).endswith(f"Memory ids (for forget): {new_id}")
         gone = await client.call_tool("forget", {"memory_id": new_id})
         assert not gone.is_error and f"Forgot {new_id}" in _text(gone)
     assert await valid(store) == []
