@@ -14,6 +14,7 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.consolidation import consolidate_user, store_forms
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse
 from dexai_memory.extraction.factory import make_form_writer
 from dexai_memory.extraction.form_writer import HaikuFormWriter, OfflineFormWriter
 from dexai_memory.models import Memory, MemoryType
@@ -26,7 +27,6 @@ from dexai_memory.recall.forms import (
     checked_forms,
     content_key,
 )
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse
 
 U = "u"
 CONTENTS = [
