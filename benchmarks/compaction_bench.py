@@ -1,8 +1,8 @@
 """Compaction survival (issues 5 and 10): do facts said in the conversation reach the model after each compaction?
 
 A scripted long session through the real Claude Code CLI (the one bundled with
-claude-agent-sdk, driven by :mod:`dexai_memory.testing.harness`) against the local fake
-Messages API (:mod:`dexai_memory.testing.fakeapi`), whose compaction summary keeps
+claude-agent-sdk, driven by :mod:`testing.harness`) against the local fake
+Messages API (:mod:`dexai_memory.demo.fakeapi`), whose compaction summary keeps
 nothing (``"The user and assistant chatted."``). As installed: the CLI signs in
 with a token (no ``ANTHROPIC_API_KEY`` anywhere, so dexai-memory runs its
 offline extractor), the benchmark starts no daemon and writes nothing to the
@@ -36,7 +36,7 @@ Every fact carries one distinctive made-up token (``Vellichor``,
 ``Grimsby``, ...), used nowhere else in the script. A fact is *present* after
 a round when its token occurs, case-insensitively and as a whole word, in the
 text of the first ``/v1/messages`` request after that round's compaction
-request (:func:`dexai_memory.testing.fakeapi.text_of`: system prompt, every message,
+request (:func:`dexai_memory.demo.fakeapi.text_of`: system prompt, every message,
 hook context included). The token survives any rewording by the extractor
 (third person, resolved dates). *in block* counts the tokens found inside a
 ``<dexai-memory>`` block, *outside* those found elsewhere (the summary keeps
@@ -71,8 +71,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, arg_parser, format_table, say, write_result
-from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
-from dexai_memory.testing.fakeapi import (
+from dexai_memory.demo.claude_cli import ClaudeRun, claude_version
+from dexai_memory.demo.fakeapi import (
     DEFAULT_COMPACTION_SUMMARY,
     FakeMessagesAPI,
     RecordedRequest,
@@ -81,7 +81,7 @@ from dexai_memory.testing.fakeapi import (
     last_user_text,
     text_of,
 )
-from dexai_memory.testing.harness import ClaudeRun, claude_version
+from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
 from dexai_memory.tokens import count_tokens
 
 NAME = "compaction"

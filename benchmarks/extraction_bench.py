@@ -13,7 +13,7 @@ heuristic gate at ``extraction.gate_threshold`` (a turn below it is never
 extracted), then the extractor, as a ``user`` turn with no speaker name (as
 the Claude Code hooks send it). Extractors: ``offline`` (always); with
 ``--haiku fake``, the Haiku extractor through the real ``anthropic`` client
-against :mod:`dexai_memory.testing.fakeapi`, whose model echoes every turn as one note
+against :mod:`dexai_memory.demo.fakeapi`, whose model echoes every turn as one note
 (a plumbing check and a "store everything verbatim" baseline, not a model's
 quality); with ``--haiku real``, the configured Anthropic API (needs
 ``ANTHROPIC_API_KEY``; costs money; never run by the tests).
@@ -230,7 +230,7 @@ def _note_json(note: ExtractedNote) -> dict[str, Any]:
 
 def _fake_echo_api() -> Any:
     """A started fake Messages API whose model records every turn to extract as one FACT note."""
-    from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
+    from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
 
     line = re.compile(r"^\[(?P<id>[^\]]+)\] \w+(?: \([^)]*\))?: (?P<text>.*)$")
 

@@ -18,7 +18,7 @@ Measures:
   user-prompt-submit, with a daemon answering on the socket (hybrid recall).
   Target: user-prompt-submit p95 <= 150 ms at 10k.
 * **what the user waits for** (issue 15), per event of the ``plugin`` launcher: the plugin's
-  hooks.json decides (:func:`dexai_memory.testing.plugin_check.user_waits`). A synchronous hook
+  hooks.json decides (:func:`testing.plugin_check.user_waits`). A synchronous hook
   is waited for: the wait is its wall time. An async one (PostToolUse of every tool but the
   file tools and ``git checkout``/``git switch``) is not: the wait is 0 (shown as ``async``) and
   its own wall time is still reported as its cost (CPU the machine spends). ``post-tool-use``
@@ -71,7 +71,7 @@ from dexai_memory.daemon.ipc import IpcServer
 from dexai_memory.embeddings import OnnxMiniLMEmbedder
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.ranking import auto_recall, recall_block
-from dexai_memory.testing.plugin_check import user_waits
+from testing.plugin_check import user_waits
 
 NAME = "hooks"
 USER = "bench-user"

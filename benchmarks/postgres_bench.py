@@ -159,7 +159,7 @@ async def bench_store(name: str, provider: MemoryProvider, n: int, queries: Sequ
 async def run(sizes: Sequence[int], q: int, a: int, ops: int, bulk: int) -> dict[str, Any]:
     from dexai_memory.providers.native import NativeProvider
     from dexai_memory.providers.postgres import PostgresProvider
-    from dexai_memory.testing.postgres import LocalPostgres
+    from testing.postgres import LocalPostgres
 
     embedder = RandomUnitEmbedder()
     queries = synthetic.queries(q)

@@ -45,7 +45,7 @@ def mem0_factory(tmp: Path, embedder: Embedder) -> MemoryProvider:
 
 def zep_factory(tmp: Path, embedder: Embedder) -> MemoryProvider:
     from dexai_memory.providers.zep import ZepProvider
-    from dexai_memory.testing.fakezep import FakeZepServer
+    from testing.fakezep import FakeZepServer
 
     server = FakeZepServer(embed=embedder.embed_batch).start()
     provider = ZepProvider(api_key="bench", base_url=server.base_url, max_retries=0)

@@ -109,15 +109,15 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
     """
     try:
         from dexai_memory.daemon.control import lock_held, stop
-        from dexai_memory.testing.fakeapi import FakeMessagesAPI, is_compaction_prompt, text_of
-        from dexai_memory.testing.harness import (
+        from dexai_memory.demo.claude_cli import (
             ClaudeBinaryNotFound,
             ClaudeRun,
             claude_binary,
             claude_version,
         )
+        from dexai_memory.demo.fakeapi import FakeMessagesAPI, is_compaction_prompt, text_of
     except ImportError as exc:  # pragma: no cover - packaging problem
-        fail(f"the demo needs dexai_memory.testing.fakeapi and dexai_memory.testing.harness: {exc}")
+        fail(f"the demo needs dexai_memory.demo (the fake Messages API and the CLI runner): {exc}")
     try:
         binary = claude_binary()
         version = claude_version()

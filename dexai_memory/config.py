@@ -47,8 +47,8 @@ def _check(min_: float | None = None, max_: float | None = None, choices: tuple[
 class StorageConfig:
     """Where and how memories are stored."""
 
-    #: Which provider backs memory: native (SQLite), mem0 or zep.
-    provider: str = field(default="native", metadata=_check(choices=("native", "mem0", "zep", "postgres")))
+    #: Which provider backs memory: native (SQLite), mem0, zep, postgres or memory (in the process, kept nowhere).
+    provider: str = field(default="native", metadata=_check(choices=("native", "mem0", "zep", "postgres", "memory")))
     #: SQLite file name inside the data directory (native provider).
     db_filename: str = "memory.db"
     #: How long SQLite waits on a locked database, in milliseconds.

@@ -11,6 +11,7 @@ import pytest
 
 from dexai_memory.embeddings import Embedder, OnnxMiniLMEmbedder
 from dexai_memory.providers.base import MemoryProvider
+from dexai_memory.providers.memory import InMemoryProvider
 from dexai_memory.providers.native import NativeProvider
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -70,6 +71,7 @@ def embedder() -> Embedder:
 ProviderFactory = Callable[[Path, Embedder], MemoryProvider]
 PROVIDER_FACTORIES: dict[str, ProviderFactory] = {
     "native": lambda tmp, emb: NativeProvider(tmp / "memory.db", embedder=emb),
+    "memory": lambda tmp, emb: InMemoryProvider(),
 }
 
 

@@ -1,7 +1,7 @@
 """The one PostgreSQL server (with pgvector) of a test session, shared by every postgres test.
 
 Started on first use on 127.0.0.1 in a temporary directory
-(:class:`dexai_memory.testing.postgres.LocalPostgres`, binaries from the
+(:class:`testing.postgres.LocalPostgres`, binaries from the
 ``pgserver`` wheel of the ``dev`` extra) and stopped when the session ends.
 Each test gets its own schema (:func:`fresh_schema`), so tests never see each
 other's rows and no database has to be created per test.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dexai_memory.embeddings import Embedder
-from dexai_memory.testing.postgres import LocalPostgres
+from testing.postgres import LocalPostgres
 
 if TYPE_CHECKING:
     from dexai_memory.providers.postgres import PostgresProvider

@@ -30,7 +30,7 @@ def zep_factory(tmp: Path, embedder: Embedder) -> MemoryProvider:
     The server is started here and stopped when the provider is closed.
     """
     from dexai_memory.providers.zep import ZepProvider
-    from dexai_memory.testing.fakezep import FakeZepServer
+    from testing.fakezep import FakeZepServer
 
     server = FakeZepServer(embed=embedder.embed_batch)
     server.start()

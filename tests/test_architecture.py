@@ -2,8 +2,9 @@
 
 * Imports run one way along the data path: a module imports only families
   further down (``LAYERS``) or its own family, and nothing forms a circle.
-* Nothing in the library imports :mod:`dexai_memory.testing` (only tests,
-  benchmarks and ``dexai demo`` do).
+* Nothing in the library imports :mod:`dexai_memory.demo` but ``dexai demo``
+  (tests and benchmarks may), and nothing in it imports the repository's
+  test-only ``testing`` package, which the wheel does not ship.
 * No module over 600 lines; no class with more than 30 methods.
 
 Run it alone with ``python -m pytest tests/test_architecture.py``; on failure
@@ -51,14 +52,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("daemon",),                                                    # the daemon: the one executor, its socket
     ("hooks",),                                                     # the agent's front ends (thin doors)
     ("mcp_server", "hook_runtime"),                                 # entry points
-    ("testing",),                                                   # test doubles
+    ("demo",),                                                      # what `dexai demo` runs on
     ("",),                                                          # the public API (dexai_memory/__init__)
     ("cli",),                                                       # the command line
 )
 RANK = {family: rank for rank, families in enumerate(LAYERS) for family in families}
 MAX_LINES = 600
 MAX_METHODS = 30
-TESTING_USERS = {f"{PACKAGE}.cli.demo"}  # the only library module allowed to import dexai_memory.testing
+DEMO_USERS = {f"{PACKAGE}.cli.demo"}  # the only library module allowed to import dexai_memory.demo
 
 
 def _modules() -> dict[str, Path]:
@@ -176,11 +177,23 @@ def test_no_import_circles() -> None:
     assert not _cycles(), f"import circles: {_cycles()}"
 
 
-def test_testing_is_not_imported_by_the_library() -> None:
+def test_demo_is_not_imported_by_the_library() -> None:
     users = sorted(m for m, deps in GRAPH.items()
-                   if _family(m) != "testing" and m not in TESTING_USERS
-                   and any(_family(d) == "testing" for d in deps))
-    assert not users, f"library modules importing dexai_memory.testing: {users}"
+                   if _family(m) != "demo" and m not in DEMO_USERS
+                   and any(_family(d) == "demo" for d in deps))
+    assert not users, f"library modules importing dexai_memory.demo: {users}"
+
+
+def test_the_library_never_imports_the_test_package() -> None:
+    """The repository's ``testing/`` (fake Zep, PostgreSQL helper, ...) is not in the wheel."""
+    users = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "testing" or n.startswith(("testing.", f"{PACKAGE}.testing")) for n in names):
+                users.append(module)
+    assert not users, f"library modules importing the test-only testing package: {sorted(set(users))}"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -204,7 +217,7 @@ def test_the_checker_sees_imports() -> None:
     """Guards the guard: the graph finds known edges, relative and nested ones included."""
     assert f"{PACKAGE}.errors" in GRAPH[f"{PACKAGE}.models"]
     assert f"{PACKAGE}.hooks.client" in GRAPH[f"{PACKAGE}.hook_runtime"]
-    assert any(_family(d) == "testing" for d in GRAPH[f"{PACKAGE}.cli.demo"])
+    assert any(_family(d) == "demo" for d in GRAPH[f"{PACKAGE}.cli.demo"])
 
 
 def test_every_package_ships_in_the_wheel() -> None:

@@ -26,10 +26,10 @@ from dexai_memory.api_compaction import (
     message_text,
 )
 from dexai_memory.config import Settings, load_settings
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, RecordedRequest, Reply
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, RecordedRequest, Reply
 
 U = "alice"
 MODEL = "claude-sonnet-4-6"

@@ -3,6 +3,7 @@
 * :mod:`.native` - SQLite (FTS5 + sqlite-vec), the default.
 * :mod:`.mem0` / :mod:`.zep` - external services (optional extras).
 * :mod:`.postgres` - PostgreSQL + pgvector, one store for many machines and a team (optional extra).
+* :mod:`.memory` - a dict in the process, keyword search, nothing kept: for tests and throw-away runs.
 
 :func:`make_provider` builds the one the settings select.
 """
@@ -37,6 +38,10 @@ def make_provider(settings: Settings, *, failover: bool | None = None) -> Memory
 
     if name == "native":
         return NativeProvider.from_settings(settings)
+    if name == "memory":
+        from .memory import InMemoryProvider
+
+        return InMemoryProvider.from_settings(settings)
     primary: MemoryProvider
     if name == "mem0":
         from .mem0 import Mem0Provider, import_mem0

@@ -13,11 +13,11 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.daemon.control import stop
+from dexai_memory.demo.claude_cli import ClaudeRun
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
 from dexai_memory.embeddings import Embedder
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
-from dexai_memory.testing.harness import ClaudeRun
-from dexai_memory.testing.plugin_check import validate_plugin
+from testing.plugin_check import validate_plugin
 
 pytestmark = pytest.mark.e2e
 

@@ -295,13 +295,14 @@ def test_the_data_is_in_the_database(api: Api) -> None:
     assert stored.content == "Sam lives in Lisbon" and stored.pinned
 
 
-async def test_an_app_over_a_started_provider_leaves_it_open(tmp_path: Path) -> None:
+async def test_an_app_over_a_started_provider_leaves_it_open() -> None:
     """The daemon (or any host with a provider already started) can serve the same app."""
     import httpx
 
     from dexai_memory.api.app import build_app
+    from dexai_memory.providers.memory import InMemoryProvider
 
-    async with NativeProvider(tmp_path / "m.db", embedder=None) as p:
+    async with InMemoryProvider() as p:
         await p.add(Memory(content="Sam lives in Lisbon", user_id=USER))
         app = build_app(load_settings(), USER, "tok", provider=p)
         async with app.router.lifespan_context(app):

@@ -109,7 +109,7 @@ def test_native_to_mem0_and_back(seeded: dict[str, str], embedder: Embedder, iso
 
 @pytest.fixture
 def zep_server(embedder: Embedder, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    from dexai_memory.testing.fakezep import FakeZepServer
+    from testing.fakezep import FakeZepServer
 
     with FakeZepServer(api_key="zep-test", embed=embedder.embed_batch) as server:
         config = isolated_home.parent / "zep.yaml"

@@ -101,7 +101,7 @@ def test_doctor_without_a_dsn_says_how_and_never_prints_a_password(team_server: 
     result = CliRunner().invoke(cli, ["memory", "doctor", "--json"], catch_exceptions=False)
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert not checks["postgres connection"]["ok"] and "DEXAI_POSTGRES_DSN" in checks["postgres connection"]["fix"]
-    from dexai_memory.testing.postgres import free_port
+    from testing.postgres import free_port
 
     monkeypatch.setenv("DEXAI_POSTGRES_DSN", f"postgresql://u:hunter2-secret@127.0.0.1:{free_port()}/db")
     result = CliRunner().invoke(cli, ["memory", "doctor", "--json"], catch_exceptions=False)

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from dexai_memory.config import load_settings
+from dexai_memory.demo.claude_cli import build_env
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, text_of
 from dexai_memory.extraction import claude_code
 from dexai_memory.extraction.claude_code import CLI_ENV, ClaudeCodeCall, bundled_cli, sign_in
 from dexai_memory.extraction.factory import (
@@ -27,8 +29,6 @@ from dexai_memory.extraction.fallback import FallbackClassifier, FallbackExtract
 from dexai_memory.extraction.haiku import HaikuExtractor
 from dexai_memory.extraction.usage import TokenLedger
 from dexai_memory.models import Memory, MemoryType, Turn, UpdateAction
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, text_of
-from dexai_memory.testing.harness import build_env
 
 CLI = bundled_cli()
 pytestmark = pytest.mark.skipif(CLI is None, reason="claude-agent-sdk without its bundled CLI")

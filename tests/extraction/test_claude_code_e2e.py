@@ -13,11 +13,11 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
 from dexai_memory.extraction.claude_code import CLI_ENV, bundled_cli
 from dexai_memory.extraction.usage import TokenLedger
 from dexai_memory.providers.native.driver import store_sqlite
 from dexai_memory.recall.block import FENCE_OPEN
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, text_of
 from tests.extraction.test_claude_code import FakeHaiku, is_classification, is_extraction
 from tests.hooks.test_installed_e2e import mem_home, runner  # noqa: F401 - mem_home is a fixture
 

@@ -11,6 +11,7 @@ import anthropic
 import pytest
 
 from dexai_memory.config import load_settings
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse, text_of
 from dexai_memory.errors import ConfigError, ExtractionError
 from dexai_memory.extraction.factory import make_classifier, make_extractor, make_summarizer
 from dexai_memory.extraction.fallback import (
@@ -23,7 +24,6 @@ from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.extraction.summarizer import HaikuSummarizer, OfflineSummarizer
 from dexai_memory.models import Memory, MemoryType, Turn, UpdateAction
 from dexai_memory.supersession.rules import OfflineClassifier
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse, text_of
 
 MODEL = "claude-haiku-4-5-20251001"
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

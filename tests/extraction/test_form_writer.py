@@ -14,10 +14,12 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.consolidation import consolidate_user, store_forms
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse
 from dexai_memory.extraction.factory import make_form_writer
 from dexai_memory.extraction.form_writer import HaikuFormWriter, OfflineFormWriter
 from dexai_memory.models import Memory, MemoryType
-from dexai_memory.providers.native import NativeProvider
+from dexai_memory.providers.base import MemoryProvider
+from dexai_memory.providers.memory import InMemoryProvider
 from dexai_memory.recall.forms import (
     FORMS_ASKED_KEY,
     FORMS_BY_KEY,
@@ -26,7 +28,6 @@ from dexai_memory.recall.forms import (
     checked_forms,
     content_key,
 )
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse
 
 U = "u"
 CONTENTS = [
@@ -67,16 +68,16 @@ def model_env(monkeypatch: pytest.MonkeyPatch, api: FakeMessagesAPI) -> None:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[NativeProvider]:
-    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
+async def store() -> AsyncIterator[MemoryProvider]:
+    async with InMemoryProvider() as p:
         yield p
 
 
-async def seed(store: NativeProvider, contents: list[str] = CONTENTS) -> list[Memory]:
+async def seed(store: MemoryProvider, contents: list[str] = CONTENTS) -> list[Memory]:
     return [await store.add(Memory(content=c, user_id=U, type=MemoryType.FACT)) for c in contents]
 
 
-async def run(store: NativeProvider, settings: Any = None) -> dict[str, Any]:
+async def run(store: MemoryProvider, settings: Any = None) -> dict[str, Any]:
     row = await consolidate_user(store, U, settings or load_settings(), cleanup_too=False)
     return row["consolidation"]
 
@@ -86,7 +87,7 @@ def forms_requests(api: FakeMessagesAPI) -> list[dict[str, Any]]:
 
 
 async def test_model_forms_are_stored_and_not_asked_again(model_env: None, api: FakeMessagesAPI,
-                                                          store: NativeProvider) -> None:
+                                                          store: MemoryProvider) -> None:
     api.responder = answer_all
     secret = "Deploy with the key sk-ant-api03-AAAABBBBCCCCDDDDEEEEFFFF1234 from the vault in ci/deploy.yml."
     mems = await seed(store, [*CONTENTS, secret])
@@ -113,7 +114,7 @@ async def test_model_forms_are_stored_and_not_asked_again(model_env: None, api: 
 
 
 async def test_bad_or_missing_answers_fall_back_to_rules_per_memory(model_env: None, api: FakeMessagesAPI,
-                                                                    store: NativeProvider) -> None:
+                                                                    store: MemoryProvider) -> None:
     def partial(body: dict[str, Any]) -> Reply | None:
         shown = numbered(body)
         by_content = {c: n for n, c in shown.items()}
@@ -134,7 +135,7 @@ async def test_bad_or_missing_answers_fall_back_to_rules_per_memory(model_env: N
 
 
 async def test_malformed_answers_and_api_errors_leave_rules_to_upgrade_later(
-        tmp_path: Path, model_env: None, api: FakeMessagesAPI, store: NativeProvider) -> None:
+        tmp_path: Path, model_env: None, api: FakeMessagesAPI, store: MemoryProvider) -> None:
     api.enqueue(Reply(text="I cannot do that."), Reply(text="Still no JSON."))  # malformed twice
     mems = await seed(store)
     assert (await run(store))["forms_built"] == 3  # never an error to the user
@@ -154,7 +155,7 @@ async def test_malformed_answers_and_api_errors_leave_rules_to_upgrade_later(
 
 
 async def test_offline_never_calls_and_a_model_later_upgrades(monkeypatch: pytest.MonkeyPatch, model_env: None,
-                                                              api: FakeMessagesAPI, store: NativeProvider) -> None:
+                                                              api: FakeMessagesAPI, store: MemoryProvider) -> None:
     api.responder = answer_all
     monkeypatch.setenv("DEXAI_EXTRACTOR", "offline")
     assert isinstance(make_form_writer(load_settings()), OfflineFormWriter)
@@ -170,7 +171,7 @@ async def test_offline_never_calls_and_a_model_later_upgrades(monkeypatch: pytes
 
 
 async def test_spent_budget_and_run_limit_leave_the_rest_to_rules(tmp_path: Path, model_env: None,
-                                                                  api: FakeMessagesAPI, store: NativeProvider) -> None:
+                                                                  api: FakeMessagesAPI, store: MemoryProvider) -> None:
     api.responder = answer_all
     cfg = tmp_path / "m.yaml"
     cfg.write_text("extraction:\n  daily_token_budget: 50\n")

@@ -22,9 +22,9 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, ToolUse, text_of
 from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.recall.source import run_now
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, ToolUse, text_of
 
 from .test_installed_e2e import REPO, mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
 from .test_prefetch_e2e import tool_session

@@ -170,8 +170,8 @@ def test_install_merges_into_the_users_claude_settings(isolated_home: Path, tmp_
 
 @pytest.mark.e2e
 async def test_real_cli_is_answered_over_http(tmp_path: Path, served: HookHttpServer) -> None:
-    from dexai_memory.testing.fakeapi import FakeMessagesAPI, text_of
-    from dexai_memory.testing.harness import arun_claude
+    from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
+    from testing.harness import arun_claude
 
     plugin = REPO  # the plugin as shipped: command hooks only
     token = (served.settings.home / TOKEN_FILE).read_text().strip()

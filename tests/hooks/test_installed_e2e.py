@@ -25,16 +25,16 @@ import pytest
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.daemon.control import lock_held, read_pid, stop, wait_until_answering
-from dexai_memory.providers.native.driver import store_sqlite
-from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
-from dexai_memory.testing.fakeapi import (
+from dexai_memory.demo.claude_cli import ClaudeRun
+from dexai_memory.demo.fakeapi import (
     FakeMessagesAPI,
     RecordedRequest,
     Reply,
     is_compaction_prompt,
     text_of,
 )
-from dexai_memory.testing.harness import ClaudeRun
+from dexai_memory.providers.native.driver import store_sqlite
+from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
 
 pytestmark = pytest.mark.e2e
 
@@ -189,7 +189,7 @@ def test_two_sessions_at_once_share_one_daemon(tmp_path: Path, mem_home: Path) -
         for r in runs:
             Path(r.cwd).mkdir(parents=True, exist_ok=True)
             Path(r.home).mkdir(parents=True, exist_ok=True)
-            from dexai_memory.testing.harness import build_env
+            from dexai_memory.demo.claude_cli import build_env
 
             procs.append(subprocess.Popen(r.command("I prefer short commit messages."), cwd=r.cwd,
                                           env=build_env(Path(r.home), api.base_url, r.env, auth="token"),

@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 
 from dexai_memory.config import load_settings
-from dexai_memory.embeddings import Embedder
-from dexai_memory.models import Memory, MemoryType
-from dexai_memory.providers.native import NativeProvider
-from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
-from dexai_memory.testing.fakeapi import (
+from dexai_memory.demo.claude_cli import ClaudeRun, build_env, claude_binary
+from dexai_memory.demo.fakeapi import (
     FakeMessagesAPI,
     RecordedRequest,
     Reply,
     is_compaction_prompt,
     text_of,
 )
-from dexai_memory.testing.harness import ClaudeRun, build_env, claude_binary
-from dexai_memory.testing.plugin_check import validate_plugin
+from dexai_memory.embeddings import Embedder
+from dexai_memory.models import Memory, MemoryType
+from dexai_memory.providers.native import NativeProvider
+from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
+from testing.plugin_check import validate_plugin
 
 pytestmark = pytest.mark.e2e
 

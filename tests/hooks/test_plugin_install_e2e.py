@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from dexai_memory.demo.claude_cli import ClaudeResult, ClaudeRun
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, text_of
-from dexai_memory.testing.harness import ClaudeResult, ClaudeRun
 from tests.hooks.test_launcher import (
     bare_python,
     build_backend_wheelhouse,

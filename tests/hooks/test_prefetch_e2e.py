@@ -18,10 +18,7 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
-from dexai_memory.models import MemoryType, SearchFilters
-from dexai_memory.providers.native.reader import SqliteReader
-from dexai_memory.recall.source import run_now
-from dexai_memory.testing.fakeapi import (
+from dexai_memory.demo.fakeapi import (
     FakeMessagesAPI,
     RecordedRequest,
     Reply,
@@ -29,6 +26,9 @@ from dexai_memory.testing.fakeapi import (
     last_user_text,
     text_of,
 )
+from dexai_memory.models import MemoryType, SearchFilters
+from dexai_memory.providers.native.reader import SqliteReader
+from dexai_memory.recall.source import run_now
 
 from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
 

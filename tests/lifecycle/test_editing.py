@@ -1,19 +1,17 @@
-"""An edit by hand (``dexai memory edit``, the panel, the API) on a real SQLite store: applied and logged."""
+"""An edit by hand (``dexai memory edit``, the panel, the API) on a store: applied and logged."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from dexai_memory.errors import InvalidMemory, MemoryNotFound
 from dexai_memory.lifecycle.editing import edit, parse_settings
 from dexai_memory.models import Memory
-from dexai_memory.providers.native import NativeProvider
+from dexai_memory.providers.memory import InMemoryProvider
 
 
-async def test_edit_changes_the_memory_and_logs_it(tmp_path: Path) -> None:
-    async with NativeProvider(tmp_path / "m.db", embedder=None) as p:
+async def test_edit_changes_the_memory_and_logs_it() -> None:
+    async with InMemoryProvider() as p:
         m = await p.add(Memory(content="Sam lives in Lisbon", user_id="sam", metadata={"category": "fact", "x": "1"}))
         after = await edit(p, m.id, user_id="sam", changes={"content": "Sam lives in Porto", "importance": 8},
                            metadata={"category": "person", "x": None})

@@ -13,11 +13,11 @@ if importlib.util.find_spec("mem0") is None:  # find_spec, not importorskip: imp
     pytest.skip("mem0ai is not installed", allow_module_level=True)  # skip our telemetry switch-off
 
 from dexai_memory.config import Mem0Config  # noqa: E402
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, texts_of  # noqa: E402
 from dexai_memory.embeddings import Embedder  # noqa: E402
 from dexai_memory.errors import MissingExtra  # noqa: E402
 from dexai_memory.models import Memory, MemoryType, SearchFilters  # noqa: E402
 from dexai_memory.providers.mem0 import Mem0Provider  # noqa: E402
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, texts_of  # noqa: E402
 
 
 async def test_fields_live_in_mem0_metadata_and_session_is_run_id(tmp_path: Path, embedder: Embedder) -> None:

@@ -171,7 +171,7 @@ async def test_another_embedder_turns_vector_search_off(pg: PostgresProvider, em
 
 async def test_password_never_logged_and_down_server_is_unavailable(caplog: pytest.LogCaptureFixture) -> None:
     from dexai_memory.providers.postgres import PostgresProvider
-    from dexai_memory.testing.postgres import free_port
+    from testing.postgres import free_port
 
     dsn = f"postgresql://dexai:s3cret-pw@127.0.0.1:{free_port()}/nowhere"
     provider = PostgresProvider(dsn, connect_timeout_seconds=1)

@@ -74,7 +74,7 @@ class Machine:
 def test_two_machines_write_through_an_outage_nothing_lost_nothing_twice(tmp_path: Path) -> None:
     import psycopg
 
-    from dexai_memory.testing.postgres import LocalPostgres
+    from testing.postgres import LocalPostgres
 
     with LocalPostgres(tmp_path / "server") as server:
         dsn = server.create_database("team")

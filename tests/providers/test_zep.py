@@ -17,7 +17,7 @@ from dexai_memory.errors import MissingExtra, ProviderError, ProviderUnavailable
 from dexai_memory.models import Memory, utcnow  # noqa: E402
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.zep import ZepProvider  # noqa: E402
-from dexai_memory.testing.fakezep import FakeZepServer  # noqa: E402
+from testing.fakezep import FakeZepServer  # noqa: E402
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
+from dexai_memory.demo.claude_cli import build_env
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse
 from dexai_memory.extraction.claude_code import bundled_cli
 from dexai_memory.sessions.store import SessionStore
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, Reply, ToolUse
-from dexai_memory.testing.harness import build_env
 
 KEY = {"project_key": "proj", "session_id": "s1"}
 

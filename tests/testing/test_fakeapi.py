@@ -12,7 +12,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from dexai_memory.testing.fakeapi import (
+from dexai_memory.demo.fakeapi import (
     DEFAULT_COMPACTION_SUMMARY,
     FakeMessagesAPI,
     Reply,

@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from dexai_memory.testing.fakeapi import (
+from dexai_memory.demo.claude_cli import (
+    ClaudeBinaryNotFound,
+    ClaudeRun,
+    ClaudeTimeout,
+    claude_binary,
+    claude_version,
+)
+from dexai_memory.demo.fakeapi import (
     DEFAULT_COMPACTION_SUMMARY,
     FakeMessagesAPI,
     RecordedRequest,
@@ -26,17 +33,8 @@ from dexai_memory.testing.fakeapi import (
     is_compaction_prompt,
     text_of,
 )
-from dexai_memory.testing.harness import (
-    ClaudeBinaryNotFound,
-    ClaudeRun,
-    ClaudeTimeout,
-    arun_claude,
-    claude_binary,
-    claude_version,
-    command_hooks,
-    run_claude,
-)
-from dexai_memory.testing.plugin_check import validate_plugin
+from testing.harness import arun_claude, command_hooks, run_claude
+from testing.plugin_check import validate_plugin
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""Which of the plugin's hooks Claude Code waits for (:func:`~dexai_memory.testing.plugin_check.user_waits`),
+"""Which of the plugin's hooks Claude Code waits for (:func:`~testing.plugin_check.user_waits`),
 on the plugin's own hooks.json: the matcher and ``if`` semantics measured with the CLI (the async
 e2e in tests/hooks/test_async_hooks_e2e.py checks the CLI itself)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dexai_memory.testing.plugin_check import hooks_for, user_waits
+from testing.plugin_check import hooks_for, user_waits
 
 HOOKS = json.loads((Path(__file__).resolve().parents[2] / "hooks" / "hooks.json").read_text())
 

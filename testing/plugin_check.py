@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .harness import build_env, claude_binary
+from dexai_memory.demo.claude_cli import build_env, claude_binary
 
 
 @dataclass(frozen=True)
