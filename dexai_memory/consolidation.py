@@ -9,7 +9,7 @@ demand (``dexai memory consolidate``).
     snapshots and transcripts are left alone), clusters them by similarity,
     and merges every cluster of at least ``min_cluster_size`` into one L3
     abstract written by the summarizer (Haiku with a key, an extractive
-    summary offline). ``provider.consolidate`` keeps every source id on the
+    summary offline). :func:`~dexai_memory.supersession.chain.consolidate` keeps every source id on the
     abstract and marks the originals superseded by it (never deleted).
     Similarity is the cosine of the provider's embedder vectors when it has
     one, else the word overlap of the two texts (shared content words over

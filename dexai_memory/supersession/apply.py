@@ -27,7 +27,7 @@ enough). Each action is logged in the memory's history with its reason.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import (
     Memory,
@@ -38,10 +38,12 @@ from ..models import (
     is_tool_origin,
     utcnow,
 )
-from ..providers.base import MemoryProvider
 from . import contradictions
 from .chain import supersede
 from .rules import guard_meaning
+
+if TYPE_CHECKING:
+    from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,14 @@ primitives only, so every backend gets the same chain.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidMemory
 from ..models import Memory, MemoryEvent, MemoryType, Tier, utcnow
-from ..providers.base import MemoryProvider
+
+if TYPE_CHECKING:
+    from ..providers.base import MemoryProvider
 
 
 async def supersede(provider: MemoryProvider, old_id: str, new_content: str | Memory, *, user_id: str,
@@ -40,11 +44,18 @@ async def supersede(provider: MemoryProvider, old_id: str, new_content: str | Me
                      source_ids=old.source_ids, session_id=old.session_id, pinned=old.pinned,
                      created_at=now, valid_from=now)
     new = await provider.add(new)
-    await provider.update(old_id, user_id=user_id, superseded_by=new.id, superseded_at=now, valid_until=now,
-                          tier=Tier.L3)
-    await provider.record_events([MemoryEvent(old_id, "SUPERSEDED", reason, now, related_id=new.id),
-                                  MemoryEvent(new.id, "SUPERSEDES", reason, now, related_id=old_id)], user_id=user_id)
+    await link(provider, old_id, new.id, user_id=user_id, reason=reason, at=now)
     return new
+
+
+async def link(provider: MemoryProvider, old_id: str, new_id: str, *, user_id: str, reason: str,
+               at: datetime) -> None:
+    """Record that the stored memory ``new_id`` supersedes ``old_id`` (both already stored): the old one
+    stops being current at ``at`` and moves to L3; both histories name the other."""
+    await provider.update(old_id, user_id=user_id, superseded_by=new_id, superseded_at=at, valid_until=at,
+                          tier=Tier.L3)
+    await provider.record_events([MemoryEvent(old_id, "SUPERSEDED", reason, at, related_id=new_id),
+                                  MemoryEvent(new_id, "SUPERSEDES", reason, at, related_id=old_id)], user_id=user_id)
 
 
 async def consolidate(provider: MemoryProvider, memory_ids: Sequence[str], summary: str, *, user_id: str,

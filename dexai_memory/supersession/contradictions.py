@@ -13,9 +13,12 @@ always lets the newer statement win.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..models import Contradiction, Memory
-from ..providers.base import MemoryProvider
+
+if TYPE_CHECKING:
+    from ..providers.base import MemoryProvider
 
 #: Least confidence of a contradicting note for supersession to resolve the contradiction on its own.
 AUTO_RESOLVE_CONFIDENCE = 0.6

@@ -28,14 +28,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..models import Memory, SearchFilters, UpdateAction, UpdateDecision
-from ..providers.base import MemoryProvider
 from .apply import apply
 from .candidates import CandidateIndex
 from .classifier import UpdateClassifier
 from .decide import decide
 from .rules import content_words, jaccard
+
+if TYPE_CHECKING:
+    from ..providers.base import MemoryProvider
 
 #: Memories a new statement is compared with (``supersession.comparison_top_k``).
 DEFAULT_TOP_K = 10
