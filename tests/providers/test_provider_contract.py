@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from dexai_memory.errors import InvalidMemory, MemoryNotFound
+from dexai_memory.errors import InvalidMemory, MemoryNotFound, ProviderError
 from dexai_memory.models import (
     Memory,
     MemoryType,
@@ -19,6 +19,7 @@ from dexai_memory.models import (
 )
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.base import MemoryProvider
+from dexai_memory.providers.capabilities import ProviderCapabilities
 from dexai_memory.recall.block import build_block
 from dexai_memory.supersession.apply import apply_decision
 from dexai_memory.supersession.chain import consolidate, supersede
@@ -214,3 +215,21 @@ async def test_health_check(provider: MemoryProvider) -> None:
     status = await provider.health_check()
     assert status.healthy, status.problems
     assert status.provider == provider.name
+
+
+async def test_declared_capabilities_are_honoured(provider: MemoryProvider) -> None:
+    caps = provider.capabilities
+    assert isinstance(caps, ProviderCapabilities)
+    m = await provider.add(Memory("Sam keeps bees on the roof", user_id="sam"))
+    if caps.list_users:
+        assert "sam" in await provider.users()
+    else:
+        with pytest.raises(ProviderError):
+            await provider.users()
+    assert await provider.delete(m.id, user_id="sam") is True
+    if caps.restore:
+        assert (await provider.restore(m.id, user_id="sam")).id == m.id
+        assert (await provider.get(m.id, user_id="sam")).is_valid
+    else:
+        with pytest.raises(ProviderError):
+            await provider.restore(m.id, user_id="sam")
