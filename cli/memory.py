@@ -117,26 +117,43 @@ tier_option = click.option("--tier", "tiers", multiple=True, type=click.Choice([
 @common_options
 def add(content: str, type_: str, importance: int, confidence: float, pin: bool, sources: tuple[str, ...],
         session: str | None, tier: str, ctx: Context) -> None:
-    """Store a memory.
+    """Store a memory, through supersession like every other statement: a repeat is counted,
+    a change replaces the older statement (kept in its history).
 
     Example: dexai memory add "Prefers pytest over unittest" --type preference -i 7
     """
+    from dexai_memory.supersession.store import Stored, store_statement
+
     try:
         m = Memory(content=content, user_id=ctx.user, project=ctx.project, type=MemoryType.parse(type_),
-                   importance=importance, confidence=confidence, pinned=pin, source_ids=sources,
+                   importance=importance, confidence=confidence, source_ids=sources,
                    session_id=session, tier=Tier.parse(tier))
     except InvalidMemory as exc:
         fail(str(exc))
         return
-    async def go(p: MemoryProvider) -> Memory:
+
+    async def go(p: MemoryProvider) -> Stored:
+        from dexai_memory.lifecycle.pins import check_room
+        from dexai_memory.lifecycle.pins import pin as pin_memory
+
         if pin:
-            from dexai_memory.lifecycle.pins import check_room
-
             await check_room(p, ctx.user, ctx.settings.lifecycle.max_pins)
-        return await p.add(m)
+        done = await store_statement(p, m, top_k=ctx.settings.supersession.comparison_top_k,
+                                     enabled=ctx.settings.supersession.enabled)
+        if pin and done.memory is not None and not done.memory.pinned:
+            return Stored(done.decision, done.target, await pin_memory(
+                p, done.memory.id, user_id=ctx.user, max_pins=ctx.settings.lifecycle.max_pins))
+        return done
 
-    stored = with_provider(ctx, go)
-    ctx.emit(stored.to_dict(), f"Added {stored.id}: {stored.content}")
+    done = with_provider(ctx, go)
+    stored = done.memory
+    assert stored is not None  # every decision writes a memory
+    action = done.decision.action.value if done.decision.memory_id else "ADD"
+    text = {"ADD": f"Added {stored.id}: {stored.content}",
+            "SUPERSEDE": f"Added {stored.id}: {stored.content} (supersedes {done.decision.memory_id})",
+            "UPDATE": f"Updated {stored.id}: {stored.content}",
+            "NOOP": f"Already known as {stored.id}: {stored.content}"}[action]
+    ctx.emit(stored.to_dict(), f"{text} ({done.decision.reason})" if action != "ADD" else text)
 
 
 @memory.command()
@@ -251,7 +268,9 @@ def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
 
     Example: dexai memory supersede m_123 "Sam now lives in Lisbon" --reason moved
     """
-    new = with_provider(ctx, lambda p: p.supersede(memory_id, content, user_id=ctx.user, reason=reason))
+    from dexai_memory.supersession.chain import supersede as replace
+
+    new = with_provider(ctx, lambda p: replace(p, memory_id, content, user_id=ctx.user, reason=reason))
     ctx.emit(new.to_dict(), f"{memory_id} superseded by {new.id}: {new.content}")
 
 

@@ -1,26 +1,24 @@
-"""Commitments: promises and reminders with what / who / when and a status.
+"""Commitments: promises, reminders and goals with what / who / when and a status.
 
-The pipeline stores every extracted commitment twice:
-as a memory (type COMMITMENT, searchable like any other, its details in
-``metadata["commitment"]``) and in a commitment store that answers "what is
-open / due soon" and tracks status:
+A commitment has one shape on every provider: a memory of type COMMITMENT,
+searchable like any other, its details in ``metadata["commitment"]``
+(``what``, ``who``, ``due_at``, ``due_text``, ``status``; ``closed_at`` and
+``due_shown_at`` once they apply). Recall's "Coming up" section, the
+persistent context's goal, closing (:mod:`dexai_memory.lifecycle.closing`)
+and the panel all read that metadata. :class:`CommitmentStore` answers
+"what is open / due soon" from it and changes a status. (The native store's
+earlier ``commitments`` table is folded into these memories by migration
+m005.)
 
-* :class:`NativeCommitmentStore` - the ``commitments`` table of the native
-  provider's database (migration m002);
-* :class:`MemoryCommitmentStore` - for providers without that table: the
-  COMMITMENT memories themselves, status kept in their metadata.
-
-:func:`commitment_store` picks the right one for a provider. Adding is
-idempotent: a commitment's id is derived from its user, source turns and
-text, so replaying a turn does not add it twice.
+Adding is idempotent: a commitment stored without a memory gets a memory id
+derived from its user, source turns and text, so replaying a turn does not
+add it twice.
 """
 
 from __future__ import annotations
 
-import abc
 import builtins
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -75,102 +73,8 @@ class CommitmentRecord:
         }
 
 
-class CommitmentStore(abc.ABC):
-    """Where commitments are tracked. Every method is scoped by ``user_id``."""
-
-    @abc.abstractmethod
-    async def add(self, commitment: Commitment, *, user_id: str, memory_id: str | None = None,
-                  source_ids: Sequence[str] = (), session_id: str | None = None,
-                  project: str | None = None) -> CommitmentRecord:
-        """Track ``commitment``; returns the record (the existing one if it was added before)."""
-
-    @abc.abstractmethod
-    async def list(self, *, user_id: str, status: str | None = "open", project: str | None = None,
-                   limit: int = 100) -> builtins.list[CommitmentRecord]:
-        """Commitments of ``user_id`` (with ``status``, or all when None), soonest due first."""
-
-    @abc.abstractmethod
-    async def set_status(self, commitment_id: str, status: str, *, user_id: str) -> CommitmentRecord:
-        """Change the status (open, done, cancelled). Raises :class:`MemoryNotFound`."""
-
-    async def due_soon(self, *, user_id: str, days: float = 7.0, project: str | None = None,
-                       now: datetime | None = None) -> builtins.list[CommitmentRecord]:
-        """Open commitments due within ``days`` (including those already past due), soonest first."""
-        horizon = (now or utcnow()) + timedelta(days=days)
-        return [c for c in await self.list(user_id=user_id, status="open", project=project, limit=10_000)
-                if c.due_at is not None and c.due_at <= horizon]
-
-
 def _sort_key(c: CommitmentRecord) -> tuple[int, str, str]:
     return (0 if c.due_at else 1, c.due_at.isoformat() if c.due_at else "", c.created_at.isoformat())
-
-
-class NativeCommitmentStore(CommitmentStore):
-    """The native provider's ``commitments`` table (shares its connection)."""
-
-    _COLUMNS = ("id", "user_id", "project", "memory_id", "what", "who", "due_at", "due_text", "status",
-                "source_ids", "session_id", "created_at", "updated_at")
-
-    def __init__(self, provider: Any):
-        self.provider = provider
-
-    @staticmethod
-    def _ts(value: datetime | None) -> str | None:
-        from .providers.native.schema import ts
-
-        return ts(value)
-
-    def _row(self, row: Sequence[Any]) -> CommitmentRecord:
-        d = dict(zip(self._COLUMNS, row, strict=True))
-        return CommitmentRecord(
-            id=d["id"], user_id=d["user_id"], what=d["what"], who=d["who"], due_at=as_utc(d["due_at"]),
-            due_text=d["due_text"], status=d["status"], memory_id=d["memory_id"],
-            source_ids=tuple(json.loads(d["source_ids"] or "[]")), session_id=d["session_id"],
-            project=d["project"], created_at=as_utc(d["created_at"]) or utcnow(), updated_at=as_utc(d["updated_at"]),
-        )
-
-    async def _get(self, cid: str, user_id: str) -> CommitmentRecord:
-        async with self.provider.db.execute(
-            f"SELECT {', '.join(self._COLUMNS)} FROM commitments WHERE id = ? AND user_id = ?", (cid, user_id)
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            raise MemoryNotFound(f"no commitment {cid!r} for user {user_id!r}")
-        return self._row(row)
-
-    async def add(self, commitment: Commitment, *, user_id: str, memory_id: str | None = None,
-                  source_ids: Sequence[str] = (), session_id: str | None = None,
-                  project: str | None = None) -> CommitmentRecord:
-        cid = commitment_id(user_id, commitment.what, source_ids)
-        now = utcnow()
-        await self.provider.database.write(  # under the write lock, outside other tasks' transactions
-            f"INSERT OR IGNORE INTO commitments ({', '.join(self._COLUMNS)}) VALUES ({', '.join('?' * 13)})",
-            (cid, user_id, project, memory_id, commitment.what, commitment.who, self._ts(commitment.due_at),
-             commitment.due_text, _check_status(commitment.status), json.dumps(list(source_ids)), session_id,
-             self._ts(now), None),
-        )
-        return await self._get(cid, user_id)
-
-    async def list(self, *, user_id: str, status: str | None = "open", project: str | None = None,
-                   limit: int = 100) -> builtins.list[CommitmentRecord]:
-        sql = f"SELECT {', '.join(self._COLUMNS)} FROM commitments WHERE user_id = ?"
-        params: builtins.list[Any] = [user_id]
-        if status is not None:
-            sql += " AND status = ?"
-            params.append(_check_status(status))
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(project)
-        sql += " ORDER BY due_at IS NULL, due_at, created_at LIMIT ?"
-        params.append(limit)
-        async with self.provider.db.execute(sql, params) as cur:
-            return [self._row(r) for r in await cur.fetchall()]
-
-    async def set_status(self, commitment_id: str, status: str, *, user_id: str) -> CommitmentRecord:
-        await self._get(commitment_id, user_id)
-        await self.provider.database.write("UPDATE commitments SET status = ?, updated_at = ? WHERE id = ? AND user_id = ?",
-                                           (_check_status(status), self._ts(utcnow()), commitment_id, user_id))
-        return await self._get(commitment_id, user_id)
 
 
 def _meta_commitment(commitment: Commitment) -> dict[str, Any]:
@@ -179,10 +83,10 @@ def _meta_commitment(commitment: Commitment) -> dict[str, Any]:
             "due_text": commitment.due_text, "status": commitment.status}
 
 
-class MemoryCommitmentStore(CommitmentStore):
-    """Fallback for providers without a commitments table: COMMITMENT memories with metadata.
+class CommitmentStore:
+    """Commitments of a provider's users, read from and written to their COMMITMENT memories.
 
-    The record id is the memory id.
+    The record id is the memory id. Every method is scoped by ``user_id``.
     """
 
     def __init__(self, provider: MemoryProvider):
@@ -203,6 +107,8 @@ class MemoryCommitmentStore(CommitmentStore):
     async def add(self, commitment: Commitment, *, user_id: str, memory_id: str | None = None,
                   source_ids: Sequence[str] = (), session_id: str | None = None,
                   project: str | None = None) -> CommitmentRecord:
+        """Track ``commitment`` on the memory ``memory_id`` (or on a new COMMITMENT memory with a
+        deterministic id); returns the record (the existing one if it was added before)."""
         meta = _meta_commitment(commitment)
         _check_status(commitment.status)
         if memory_id is not None:
@@ -223,8 +129,16 @@ class MemoryCommitmentStore(CommitmentStore):
         assert record is not None
         return record
 
+    async def due_soon(self, *, user_id: str, days: float = 7.0, project: str | None = None,
+                       now: datetime | None = None) -> builtins.list[CommitmentRecord]:
+        """Open commitments due within ``days`` (including those already past due), soonest first."""
+        horizon = (now or utcnow()) + timedelta(days=days)
+        return [c for c in await self.list(user_id=user_id, status="open", project=project, limit=10_000)
+                if c.due_at is not None and c.due_at <= horizon]
+
     async def list(self, *, user_id: str, status: str | None = "open", project: str | None = None,
                    limit: int = 100) -> builtins.list[CommitmentRecord]:
+        """Commitments of ``user_id`` (with ``status``, or all when None), soonest due first."""
         wanted = _check_status(status) if status is not None else None
         memories = await self.provider.list(
             user_id=user_id, filters=SearchFilters(types=(MemoryType.COMMITMENT,), project=project), limit=10_000)
@@ -232,6 +146,7 @@ class MemoryCommitmentStore(CommitmentStore):
         return sorted(out, key=_sort_key)[:limit]
 
     async def set_status(self, commitment_id: str, status: str, *, user_id: str) -> CommitmentRecord:
+        """Change the status (open, done, cancelled). Raises :class:`MemoryNotFound`."""
         m = await self.provider.get(commitment_id, user_id=user_id)
         meta = dict(m.metadata.get("commitment") or {"what": m.content})
         meta["status"] = _check_status(status)
@@ -239,10 +154,3 @@ class MemoryCommitmentStore(CommitmentStore):
         record = self._record(m)
         assert record is not None
         return record
-
-
-def commitment_store(provider: MemoryProvider) -> CommitmentStore:
-    """The commitments table for the native provider, COMMITMENT memories otherwise."""
-    if provider.name == "native" and hasattr(provider, "db"):
-        return NativeCommitmentStore(provider)
-    return MemoryCommitmentStore(provider)

@@ -9,7 +9,7 @@ demand (``dexai memory consolidate``).
     snapshots and transcripts are left alone), clusters them by similarity,
     and merges every cluster of at least ``min_cluster_size`` into one L3
     abstract written by the summarizer (Haiku with a key, an extractive
-    summary offline). ``provider.consolidate`` keeps every source id on the
+    summary offline). :func:`~dexai_memory.supersession.chain.consolidate` keeps every source id on the
     abstract and marks the originals superseded by it (never deleted).
     Similarity is the cosine of the provider's embedder vectors when it has
     one, else the word overlap of the two texts (shared content words over
@@ -60,6 +60,7 @@ from .extraction.form_writer import OfflineFormWriter
 from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
 from .recall.assembly import DURABLE_TYPES
 from .recall.forms import forms_metadata, needs_forms, wants_model_forms
+from .supersession.chain import consolidate as merge_into_abstract
 from .supersession.rules import content_words
 
 if TYPE_CHECKING:
@@ -271,8 +272,8 @@ async def _merge(provider: MemoryProvider, user_id: str, settings: Settings, sum
             if summarizer is None:
                 raise ValueError("consolidate needs a summarizer unless dry_run is set")
             merged.summary = (await summarizer.summarize(merged.contents)).strip() or " / ".join(merged.contents)
-            abstract = await provider.consolidate(
-                merged.member_ids, merged.summary, user_id=user_id,
+            abstract = await merge_into_abstract(
+                provider, merged.member_ids, merged.summary, user_id=user_id,
                 reason=f"consolidated {len(members)} similar memories ({report.method} similarity >= "
                        f"{cfg.cluster_similarity:.2f})")
             merged.abstract_id = abstract.id
@@ -313,10 +314,9 @@ async def cleanup(provider: MemoryProvider, user_id: str, settings: Settings, *,
 
 async def known_users(provider: MemoryProvider) -> list[str]:
     """Every user of the store, where the backend can list them (the native one can); else []."""
-    users = getattr(provider, "users", None)
-    if users is None:
+    if not provider.capabilities.list_users:
         return []
-    return list(await users())
+    return list(await provider.users())
 
 
 async def consolidate_user(provider: MemoryProvider, user_id: str, settings: Settings, *, dry_run: bool = False,

@@ -7,11 +7,12 @@
   a batch of turns and stores each note through supersession.
 * :meth:`Pipeline.store_note` is supersession: the note is compared with the
   ``supersession.comparison_top_k`` most similar valid memories of its user,
-  classified and resolved to one action (:func:`~dexai_memory.supersession.decide.decide`:
-  Haiku with a key, the offline rules otherwise) and carried out
-  (:func:`~dexai_memory.supersession.decide.apply`), which records the decision and its reason in
-  the memory's history (``dexai memory history``). Commitments also go to
-  the commitment store (:mod:`dexai_memory.commitments`).
+  classified, resolved to one action (Haiku with a key, the offline rules otherwise) and
+  carried out by :func:`~dexai_memory.supersession.store.store_statement`, the same function
+  every hand-added fact goes through, which records the decision and its reason in the
+  memory's history (``dexai memory history``). A commitment is its COMMITMENT memory's
+  metadata (:mod:`dexai_memory.commitments`). The daemon calls :meth:`Pipeline.handle`
+  holding its write lock.
 * :meth:`Pipeline.ingest` feeds a whole conversation through the same steps
   and archives every raw turn in L3 as a TRANSCRIPT memory.
 
@@ -36,7 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .commitments import CommitmentStore, commitment_store
+from .commitments import CommitmentStore
 from .embeddings import CachedEmbedder
 from .errors import InvalidMemory, MemoryNotFound
 from .lifecycle.closing import close_from_turn, is_session_user
@@ -52,12 +53,10 @@ from .models import (
     Tier,
     Turn,
     UpdateAction,
-    UpdateDecision,
     utcnow,
 )
 from .supersession.candidates import CandidateIndex
-from .supersession.decide import apply, decide
-from .supersession.rules import content_words, jaccard
+from .supersession.store import Decided, decide_statement, store_statement
 
 if TYPE_CHECKING:
     from .capture.gate import Gate, GateResult
@@ -193,7 +192,7 @@ class Pipeline:
 
     ``gate``, ``extractor`` and ``commitments`` default to the configured
     ones; tests pass fakes that subclass the same ABCs. ``classifier``
-    decides supersession (:func:`~dexai_memory.supersession.decide.decide`);
+    decides supersession (:func:`~dexai_memory.supersession.store.store_statement`);
     None means the offline rules. The daemon and ``dexai memory ingest`` pass
     the configured one (:func:`~dexai_memory.extraction.factory.make_classifier`).
     """
@@ -207,7 +206,7 @@ class Pipeline:
         self.classifier = classifier
         self._gate = gate
         self._extractor = extractor
-        self.commitments = commitments or commitment_store(provider)
+        self.commitments = commitments or CommitmentStore(provider)
         #: Totals over every batch :meth:`handle` processed.
         self.totals = PipelineReport()
         #: Where :meth:`handle` journals extracted notes (job id -> notes) before storing them:
@@ -338,30 +337,13 @@ class Pipeline:
         return True
 
     async def decide(self, memory: Memory, pending: Sequence[Memory] = (), *,
-                     index: CandidateIndex | None = None) -> tuple[UpdateDecision, Memory | None]:
+                     index: CandidateIndex | None = None) -> Decided:
         """Supersession: the one decision for ``memory`` against its most similar valid memories
-        (found by ``provider.search``, plus ``pending``: notes decided but not yet written; or,
-        with ``index``, by word overlap: see :mod:`dexai_memory.supersession.candidates`)."""
-        if not self.settings.supersession.enabled:
-            return UpdateDecision(UpdateAction.ADD, None, "supersession disabled"), None
-        top_k = self.settings.supersession.comparison_top_k
-        if index is not None:
-            existing = index.candidates(memory.content, user_id=memory.user_id, top_k=top_k,
-                                        exclude={memory.id})
-        else:
-            results = await self.provider.search(memory.content, user_id=memory.user_id, limit=top_k)
-            existing = [r.memory for r in results if r.memory.id != memory.id]
-        if pending and index is None:
-            words = content_words(memory.content)
-            near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id != memory.id),
-                          key=lambda x: -x[0])
-            existing += [m for score, m in near[:top_k] if score > 0]
-        decision = await decide(self.classifier, memory.content, existing)
-        target = next((m for m in existing if m.id == decision.memory_id), None)
-        if decision.action is not UpdateAction.ADD and target is None:
-            return UpdateDecision(UpdateAction.ADD, None, f"classifier named an unknown memory "
-                                  f"({decision.action.value} {decision.memory_id}); stored as new"), None
-        return decision, target
+        (:func:`~dexai_memory.supersession.store.decide_statement`: found by ``provider.search``, plus
+        ``pending``: notes decided but not yet written; or, with ``index``, by word overlap)."""
+        return await decide_statement(self.provider, memory, classifier=self.classifier,
+                                      top_k=self.settings.supersession.comparison_top_k, pending=pending,
+                                      index=index, enabled=self.settings.supersession.enabled)
 
     async def store_note(self, note: ExtractedNote, turns: Sequence[Turn],
                          report: PipelineReport | None = None, *,
@@ -384,7 +366,8 @@ class Pipeline:
         index = batch.index if batch is not None else None
         # with the word index the pending notes are in it already: no per-note copy of the buffer
         pending = list(batch.pending.values()) if batch is not None and index is None else []
-        decision, target = await self.decide(memory, pending, index=index)
+        decided = await self.decide(memory, pending, index=index)
+        decision, target = decided.decision, decided.target
         if (target is not None and decision.action in (UpdateAction.NOOP, UpdateAction.UPDATE)
                 and set(memory.source_ids) <= set(target.source_ids)):
             report.skipped += 1
@@ -404,7 +387,7 @@ class Pipeline:
             if target is not None and target.id in batch.pending:
                 await self.flush_batch(batch, report)
         try:
-            stored = await apply(self.provider, decision, memory)
+            stored = (await store_statement(self.provider, memory, decided=decided)).memory
         except InvalidMemory as exc:  # the id exists after all (a soft-deleted note): never store it again
             report.skipped += 1
             logger.debug("note %s not stored: %s", memory.id, exc)

@@ -21,6 +21,7 @@ from dexai_memory.config import load_settings
 from dexai_memory.models import Memory, UpdateAction, UpdateDecision
 from dexai_memory.providers import make_provider
 from dexai_memory.providers.fallback import FailoverProvider
+from dexai_memory.supersession.apply import apply_decision
 
 
 async def main(name: str, n: int) -> None:
@@ -31,7 +32,7 @@ async def main(name: str, n: int) -> None:
         for i in range(n):
             note = Memory(f"{name} decided detail number {i} of the outage drill", user_id=name, project="drill",
                           id=f"m_{name}_{i:04d}")
-            await provider.apply_decision(UpdateDecision(UpdateAction.ADD, None, "new"), note)
+            await apply_decision(provider, UpdateDecision(UpdateAction.ADD, None, "new"), note)
             print(f"wrote {i}", flush=True)
             await asyncio.sleep(0.02)
         deadline = time.monotonic() + 60

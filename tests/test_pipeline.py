@@ -11,7 +11,7 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.capture.turns_file import read_turns_jsonl
-from dexai_memory.commitments import MemoryCommitmentStore, NativeCommitmentStore, commitment_store
+from dexai_memory.commitments import CommitmentStore
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.errors import InvalidMemory
 from dexai_memory.models import (
@@ -124,9 +124,9 @@ class CommitmentExtractor(Extractor):
                 for t in turns]
 
 
-async def test_commitments_go_to_their_store(provider: NativeProvider, settings: Settings) -> None:
+async def test_commitments_are_their_memories(provider: NativeProvider, settings: Settings) -> None:
     pipeline = Pipeline(provider, settings, extractor=CommitmentExtractor())
-    assert isinstance(pipeline.commitments, NativeCommitmentStore)
+    assert isinstance(pipeline.commitments, CommitmentStore)
     report = await run(pipeline, turn("c1", "send Sarah the mockups"))
     again = await run(pipeline, turn("c1", "send Sarah the mockups"))
     assert report.commitments == 1 and again.commitments == 0
@@ -134,7 +134,7 @@ async def test_commitments_go_to_their_store(provider: NativeProvider, settings:
     assert (c.what, c.who, c.due_text, c.status, c.source_ids) == ("send Sarah the mockups", "Sarah", "tomorrow",
                                                                   "open", ("c1",))
     (m,) = await provider.list(user_id="u", filters=SearchFilters(types=(MemoryType.COMMITMENT,)))
-    assert c.memory_id == m.id and m.metadata["commitment"]["who"] == "Sarah"
+    assert c.id == c.memory_id == m.id and m.metadata["commitment"]["who"] == "Sarah"
     now = datetime(2030, 5, 5, tzinfo=UTC)
     assert [x.id for x in await pipeline.commitments.due_soon(user_id="u", days=7, now=now)] == [c.id]
     assert await pipeline.commitments.due_soon(user_id="u", days=1, now=now) == []
@@ -145,8 +145,8 @@ async def test_commitments_go_to_their_store(provider: NativeProvider, settings:
         await pipeline.commitments.set_status(c.id, "maybe", user_id="u")
 
 
-async def test_commitment_fallback_uses_memories(provider: NativeProvider) -> None:
-    store = MemoryCommitmentStore(provider)
+async def test_a_commitment_without_a_memory_gets_one(provider: NativeProvider) -> None:
+    store = CommitmentStore(provider)
     rec = await store.add(Commitment(what="review PR 71", due_at=datetime.now(UTC) + timedelta(days=2)),
                           user_id="u", source_ids=("t9",))
     again = await store.add(Commitment(what="review PR 71"), user_id="u", source_ids=("t9",))
@@ -156,7 +156,6 @@ async def test_commitment_fallback_uses_memories(provider: NativeProvider) -> No
     assert [c.id for c in await store.due_soon(user_id="u", days=7)] == [rec.id]
     await store.set_status(rec.id, "cancelled", user_id="u")
     assert await store.list(user_id="u") == [] and len(await store.list(user_id="u", status=None)) == 1
-    assert isinstance(commitment_store(provider), NativeCommitmentStore)
 
 
 async def test_queue_to_store_through_handle(provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:

@@ -29,12 +29,14 @@ it; ``dexai memory facts add`` stores by hand at 0.6), and the server's
 commitment or goal instead (:func:`close_commitment`); ``pin`` pins what was
 stored, within ``lifecycle.max_pins``.
 
-``remember`` goes through supersession: the new statement is classified
-against the most similar valid durable memories of the user (session notes,
-snapshots and transcripts are not compared) with the daemon's classifier when
-the tools run on a daemon (Haiku with a key), else the offline rules;
-the winning decision is applied, and the agent is told what happened: added,
-updated, superseded or already known. Private sections and secrets are removed
+``remember`` goes through supersession by the same function as the notes the
+pipeline extracts (:func:`dexai_memory.supersession.store.store_statement`):
+the new statement is classified against the most similar valid durable
+memories of the user (session notes, snapshots and transcripts are not
+compared) with the daemon's classifier when the tools run on a daemon (Haiku
+with a key), else the offline rules; the winning decision is applied, and the
+agent is told what happened: added, updated, superseded or already known. In
+the daemon the caller holds ``daemon.write_lock`` around it (one writer). Private sections and secrets are removed
 first (:func:`dexai_memory.privacy.redact`); if nothing meaningful is left,
 nothing is stored.
 
@@ -64,8 +66,8 @@ from ..providers.base import MemoryProvider
 from ..recall.block import neutralise
 from ..recall.ranking import RecalledMemory, recall_block
 from ..supersession.classifier import UpdateClassifier
-from ..supersession.decide import apply, decide
 from ..supersession.rules import content_words
+from ..supersession.store import store_statement
 
 logger = logging.getLogger(__name__)
 
@@ -327,12 +329,9 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
         metadata["commitment"] = {"what": clean, "who": None, "due_at": None, "due_text": None, "status": "open"}
     note = Memory(content=clean, user_id=user_id, project=project, session_id=session_id, type=mtype,
                   importance=importance, confidence=confidence, metadata=metadata)
-    similar = [r.memory for r in await provider.search(
-        clean, user_id=user_id, filters=SearchFilters(project=project, types=DURABLE_TYPES), limit=top_k)]
-    decision = await decide(resolve_classifier(source), clean, similar)
-    by_id = {m.id: m for m in similar}
-    previous = by_id.get(decision.memory_id) if decision.memory_id else None
-    stored = await apply(provider, decision, note)
+    done = await store_statement(provider, note, classifier=resolve_classifier(source), top_k=top_k,
+                                 filters=SearchFilters(project=project, types=DURABLE_TYPES))
+    decision, previous, stored = done.decision, done.target, done.memory
     outcome = {
         UpdateAction.ADD: RememberStatus.ADDED,
         UpdateAction.UPDATE: RememberStatus.UPDATED,

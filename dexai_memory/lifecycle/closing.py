@@ -1,8 +1,7 @@
 """Commitments and goals close: done or cancelled, by command, tool or conversation.
 
 :func:`close` marks a COMMITMENT memory (a promise, a reminder or a goal)
-``done`` or ``cancelled``: its ``metadata["commitment"]["status"]`` and the
-commitment store's row change, it stops being current (``valid_until`` now,
+``done`` or ``cancelled``: its ``metadata["commitment"]["status"]`` changes, it stops being current (``valid_until`` now,
 kept for history and as-of queries), and its history says why. A closed
 commitment leaves "Coming up" and a closed goal leaves the persistent context.
 ``dexai memory done|cancel ID`` and the ``remember`` tool (``status="done"``)
@@ -27,7 +26,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..commitments import commitment_store
 from ..errors import InvalidMemory
 from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, Turn, as_utc, utcnow
 
@@ -161,10 +159,6 @@ async def close(provider: MemoryProvider, memory_id: str, *, user_id: str, statu
     updated = await provider.update(memory_id, user_id=user_id, metadata=meta,
                                     valid_until=memory.valid_until or now)
     await provider.record_event(MemoryEvent(memory_id, status.upper(), reason, now), user_id=user_id)
-    store = commitment_store(provider)
-    for record in await store.list(user_id=user_id, status="open", limit=10_000):
-        if record.memory_id == memory_id and record.id != memory_id:
-            await store.set_status(record.id, status, user_id=user_id)
     logger.info("commitment %s of %s %s: %s", memory_id, user_id, status, reason)
     return updated
 

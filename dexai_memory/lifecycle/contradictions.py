@@ -1,8 +1,8 @@
 """Contradictions you can review: list them, and resolve them by hand.
 
-Supersession records a contradiction on every SUPERSEDE it applies (seed
-002's ``contradictions`` table, see
-:meth:`~dexai_memory.providers.base.MemoryProvider.apply_decision`): resolved
+Supersession records a contradiction on every SUPERSEDE it applies (the
+provider's ``contradiction_log``, see
+:mod:`dexai_memory.supersession.contradictions`): resolved
 ``b_wins`` on its own when the newer statement is confident enough, else left
 open with both memories current. ``dexai memory conflicts`` lists them,
 ``dexai memory resolve ID RESOLUTION [--note]`` decides (:func:`resolve`):
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidMemory, ProviderError
 from ..models import RESOLUTIONS, Contradiction, Memory, MemoryEvent, Tier, utcnow
+from ..supersession.chain import link
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -84,10 +85,7 @@ async def _current_again(provider: MemoryProvider, m: Memory, reason: str, now: 
 async def _replace(provider: MemoryProvider, old: Memory, new_id: str, reason: str, now: datetime) -> None:
     if old.superseded_by == new_id:
         return
-    await provider.update(old.id, user_id=old.user_id, superseded_by=new_id, superseded_at=now, valid_until=now,
-                          tier=Tier.L3)
-    await provider.record_event(MemoryEvent(old.id, "SUPERSEDED", reason, now, related_id=new_id), user_id=old.user_id)
-    await provider.record_event(MemoryEvent(new_id, "SUPERSEDES", reason, now, related_id=old.id), user_id=old.user_id)
+    await link(provider, old.id, new_id, user_id=old.user_id, reason=reason, at=now)
 
 
 async def resolve(provider: MemoryProvider, contradiction_id: int, resolution: str, *, user_id: str,

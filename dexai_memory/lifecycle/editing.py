@@ -4,7 +4,7 @@ The change is applied to the stored memory and logged in its history as an
 ``EDIT`` event naming the fields that changed (the metadata excepted), so the
 panel's history shows it next to supersessions. To record that something
 changed over time instead (the old statement kept valid until now), use
-:meth:`~dexai_memory.providers.base.MemoryProvider.supersede`.
+:func:`~dexai_memory.supersession.chain.supersede`.
 """
 
 from __future__ import annotations

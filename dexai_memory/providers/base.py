@@ -1,17 +1,20 @@
-"""The provider ABC: everything the rest of dexai-memory needs from a memory store.
+"""The provider ABC: storage primitives and declared capabilities, nothing else.
 
-Only storage primitives are abstract (:meth:`add`, :meth:`search`, :meth:`get`,
-:meth:`update`, :meth:`delete`, :meth:`list`, :meth:`health_check`,
-:meth:`record_event`, :meth:`events`). The lifecycle operations of the
-provider interface (supersede, apply a decision, promote, consolidate, session
-notes, pin, restore) are concrete methods built on them, so every backend gets
-the same semantics; a backend may override one to use a native capability
-(for example Zep's temporal invalidation). History and as-of queries are
-functions over these primitives (:mod:`.history`).
+The abstract methods are the primitives (:meth:`add`, :meth:`search`,
+:meth:`get`, :meth:`update`, :meth:`delete`, :meth:`list`,
+:meth:`health_check`, :meth:`record_event`, :meth:`events`); the concrete
+ones are conveniences a backend may override to batch or use a native
+feature (:meth:`add_many`, :meth:`count`, :meth:`record_events`,
+:meth:`superseded_by`, :meth:`pin` / :meth:`promote`: one field change and its
+history entry, session notes). What a backend can do beyond them is declared
+in :attr:`MemoryProvider.capabilities`
+(:class:`~.capabilities.ProviderCapabilities`), never probed.
 
-The store decides nothing and renders nothing: supersession decisions come
-from :mod:`dexai_memory.supersession.decide`, context blocks from
-:mod:`dexai_memory.recall`.
+The store decides nothing and renders nothing. What a new statement does to
+memory (ADD / UPDATE / SUPERSEDE / NOOP, confidence, contradictions, the
+tool-output and pinned-memory rules) is :mod:`dexai_memory.supersession`,
+which takes the provider as an argument; history and as-of queries are
+:mod:`.history`; context blocks are :mod:`dexai_memory.recall`.
 
 Every method is scoped by ``user_id``: no call can return or change another
 user's memory. Providers are async context managers (``async with provider:``)
@@ -27,9 +30,8 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from ..errors import InvalidMemory, MemoryNotFound, ProviderError
+from ..errors import MemoryNotFound, ProviderError
 from ..models import (
-    Contradiction,
     HealthStatus,
     Memory,
     MemoryEvent,
@@ -37,20 +39,15 @@ from ..models import (
     SearchFilters,
     SearchResult,
     Tier,
-    UpdateAction,
-    UpdateDecision,
-    boosted,
-    is_tool_origin,
     utcnow,
 )
+from .capabilities import ProviderCapabilities
 from .contradictions import ContradictionLog
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
 
 logger = logging.getLogger(__name__)
-#: Least confidence of a contradicting note for supersession to resolve the contradiction on its own.
-AUTO_RESOLVE_CONFIDENCE = 0.6
 
 #: Fields callers may change through :meth:`MemoryProvider.update`.
 UPDATABLE_FIELDS = frozenset({
@@ -68,8 +65,9 @@ class MemoryProvider(abc.ABC):
     #: Short backend name ("native", "mem0", "zep", "memory").
     name: str = "base"
     #: Contract points this backend honours exactly; the contract suite skips the others.
-    capabilities: frozenset[str] = frozenset({"as_of", "history", "hard_delete", "vector_search"})
-    #: Where contradictions are recorded (None: this backend keeps none). See :meth:`apply_decision`.
+    capabilities: ProviderCapabilities = ProviderCapabilities()
+    #: Where contradictions are recorded (None: this backend keeps none); written by
+    #: :mod:`dexai_memory.supersession.contradictions`.
     contradiction_log: ContradictionLog | None = None
     #: The embedder this store's vectors come from (None: none, or not ours).
     embedder: Embedder | None = None
@@ -193,8 +191,14 @@ class MemoryProvider(abc.ABC):
         return memory
 
     async def restore(self, memory_id: str, *, user_id: str) -> Memory:
-        """Undo a soft delete. Raises :class:`ProviderError` where the backend cannot."""
+        """Undo a soft delete (``capabilities.restore``). Raises :class:`ProviderError` where the backend cannot."""
         raise ProviderError(f"the {self.name} provider cannot restore forgotten memories")
+
+    async def users(self) -> builtins.list[str]:
+        """Every user id the store holds memories for (``capabilities.list_users``).
+
+        Raises :class:`ProviderError` where the backend cannot list them."""
+        raise ProviderError(f"the {self.name} provider cannot list its users")
 
     async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
         """Count that these memories were retrieved (injected into context) now."""
@@ -207,126 +211,6 @@ class MemoryProvider(abc.ABC):
             await self.update(memory_id, user_id=user_id, retrieval_count=memory.retrieval_count + 1,
                               last_accessed=now)
 
-    # ------------------------------------------------------------------ supersession
-    async def supersede(self, old_id: str, new_content: str | Memory, *, user_id: str,
-                        reason: str = "updated") -> Memory:
-        """Mark ``old_id`` superseded and store its replacement; returns the new memory.
-
-        The old memory is kept (valid_until, superseded_by and superseded_at set;
-        moved to L3 when archived) so history and as-of queries still see it.
-        """
-        old = await self.get(old_id, user_id=user_id)
-        if not old.is_valid:
-            raise InvalidMemory(f"memory {old_id} is not current (already superseded or archived)")
-        now = utcnow()
-        if isinstance(new_content, Memory):
-            if new_content.user_id != user_id:
-                raise InvalidMemory("the replacement belongs to another user")
-            new = new_content.replace(valid_from=new_content.valid_from or now)
-        else:
-            new = Memory(content=new_content, user_id=user_id, project=old.project, type=old.type,
-                         importance=old.importance, confidence=old.confidence, tier=old.tier,
-                         source_ids=old.source_ids, session_id=old.session_id, pinned=old.pinned,
-                         created_at=now, valid_from=now)
-        new = await self.add(new)
-        await self.update(old_id, user_id=user_id, superseded_by=new.id, superseded_at=now, valid_until=now,
-                          tier=Tier.L3)
-        await self.record_event(MemoryEvent(old_id, "SUPERSEDED", reason, now, related_id=new.id), user_id=user_id)
-        await self.record_event(MemoryEvent(new.id, "SUPERSEDES", reason, now, related_id=old_id), user_id=user_id)
-        return new
-
-    async def apply_decision(self, decision: UpdateDecision, note: Memory, *,
-                             current: Memory | None = None) -> Memory | None:
-        """Carry out one classification for ``note``; returns the memory written, or None.
-
-        ``current`` is the memory the decision names, as the caller has just read it
-        (saves reading it again); otherwise it is read here.
-
-        ADD stores ``note``; UPDATE merges it into the existing memory (content,
-        provenance, mention count, confidence + 0.15); SUPERSEDE replaces the existing memory with
-        ``note``; NOOP counts one more mention and raises confidence by
-        :data:`~dexai_memory.models.CONFIDENCE_BOOST` (0.15).
-        Where the backend keeps contradictions (:attr:`contradiction_log`), a
-        SUPERSEDE is recorded as one (a = the old memory, b = the note,
-        resolved b_wins automatically), unless the note's confidence is below
-        :data:`AUTO_RESOLVE_CONFIDENCE`: then both stay current and the
-        contradiction is left open for review (``dexai memory conflicts``). Each
-        action is logged with its reason.
-
-        Deciding is not the store's job: callers decide with
-        :func:`dexai_memory.supersession.decide.decide` and carry the decision
-        out with :func:`dexai_memory.supersession.decide.apply`, which guards
-        the meaning of the memory once more before calling this method.
-        Storage invariants hold here whatever the decision: a pinned memory
-        is never overwritten (the note is added instead).
-
-        A note from tool output (``metadata["origin"] == "tool"``) never
-        rewrites or replaces a memory that did not come from a tool: it is
-        added next to it. A user's note (``origin == "user"``) that repeats or
-        refines a tool's memory marks it ``confirmed_by_user`` (it may then
-        enter the profile).
-        """
-        uid = note.user_id
-        now = utcnow()
-        old = None
-        if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
-            old = current if current is not None and current.id == decision.memory_id else \
-                await self.get(decision.memory_id, user_id=uid)
-            if (decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE) and is_tool_origin(note)
-                    and not is_tool_origin(old)):
-                decision = UpdateDecision(UpdateAction.ADD, None, f"tool output never rewrites or replaces memory "
-                                          f"{old.id}, which did not come from a tool; stored as new instead of "
-                                          f"{decision.action.value} ({decision.reason})")
-        if decision.action is UpdateAction.ADD or decision.memory_id is None or old is None:
-            stored = await self.add(note)
-            await self.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
-            return stored
-        if old.pinned and decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE):
-            reason = (f"memory {old.id} is pinned and changes only by explicit user action; stored as new instead "
-                      f"of {decision.action.value} ({decision.reason})")
-            logger.info("not overwriting pinned memory %s: %s", old.id, reason)
-            stored = await self.add(note)
-            await self.record_event(MemoryEvent(stored.id, "ADD", reason, now), user_id=uid)
-            return stored
-        sources = tuple(dict.fromkeys(old.source_ids + note.source_ids))
-        confirmed: dict[str, Any] = {}
-        if is_tool_origin(old) and (note.metadata or {}).get("origin") == "user":
-            # the user said it again: the tool's memory may now enter the profile
-            confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
-        if decision.action is UpdateAction.NOOP:
-            updated = await self.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
-                                        confidence=boosted(old.confidence), source_ids=sources,
-                                        importance=max(old.importance, note.importance), **confirmed)
-            await self.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
-                                                details={"duplicate": note.content}), user_id=uid)
-            return updated
-        if decision.action is UpdateAction.UPDATE:
-            content = decision.merged_content or note.content
-            updated = await self.update(old.id, user_id=uid, content=content, source_ids=sources,
-                                        mention_count=old.mention_count + 1, confidence=boosted(old.confidence),
-                                        importance=max(old.importance, note.importance), **confirmed)
-            await self.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
-                                                details={"before": old.content, "after": content}), user_id=uid)
-            return updated
-        replacement = note.replace(source_ids=sources)
-        if decision.merged_content:
-            replacement = replacement.replace(content=decision.merged_content)
-        log = self.contradiction_log
-        if log is not None and note.confidence < AUTO_RESOLVE_CONFIDENCE:
-            # not sure enough to replace what is known: both stay current, the contradiction stays open
-            stored = await self.add(replacement)
-            reason = (f"contradicts {old.id} but its confidence {note.confidence:.2f} is below "
-                      f"{AUTO_RESOLVE_CONFIDENCE}: both kept, contradiction left open ({decision.reason})")
-            await self.record_event(MemoryEvent(stored.id, "ADD", reason, now, related_id=old.id), user_id=uid)
-            await log.add(Contradiction(uid, old.id, stored.id, reason=decision.reason, detected_at=now))
-            return stored
-        new = await self.supersede(old.id, replacement, user_id=uid, reason=decision.reason)
-        if log is not None:
-            await log.add(Contradiction(uid, old.id, new.id, reason=decision.reason, detected_at=now,
-                                        resolution="b_wins", resolved_at=now, auto=True,
-                                        note="the newer statement replaced the older one"))
-        return new
-
     # ------------------------------------------------------------------ tiers
     async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:
         """Move a memory to another tier (L1 pinned context, L2 search, L3 archive)."""
@@ -335,35 +219,6 @@ class MemoryProvider(abc.ABC):
         await self.record_event(MemoryEvent(memory_id, "PROMOTE", f"moved to {tier.value}", utcnow()),
                                 user_id=user_id)
         return memory
-
-    async def consolidate(self, memory_ids: Sequence[str], summary: str, *, user_id: str,
-                          type: MemoryType = MemoryType.INSIGHT, reason: str = "consolidated") -> Memory:
-        """Merge memories into one L3 abstract that keeps every source id.
-
-        The originals are marked superseded by the abstract (never deleted).
-        Returns the abstract.
-        """
-        if not memory_ids:
-            raise InvalidMemory("consolidate needs at least one memory id")
-        originals = [await self.get(mid, user_id=user_id) for mid in memory_ids]
-        now = utcnow()
-        sources = tuple(dict.fromkeys(s for m in originals for s in (m.source_ids or (m.id,))))
-        abstract = await self.add(Memory(
-            content=summary, user_id=user_id, project=originals[0].project, type=type,
-            importance=max(m.importance for m in originals),
-            confidence=max(m.confidence for m in originals), tier=Tier.L3, source_ids=sources,
-            mention_count=sum(m.mention_count for m in originals), created_at=now, valid_from=now,
-            metadata={"consolidated_from": [m.id for m in originals],
-                      "consolidated_from_count": len(originals), "consolidated_at": now.isoformat()},
-        ))
-        for m in originals:
-            await self.update(m.id, user_id=user_id, superseded_by=abstract.id, superseded_at=now, valid_until=now,
-                              tier=Tier.L3)
-            await self.record_event(MemoryEvent(m.id, "CONSOLIDATED", reason, now, related_id=abstract.id),
-                                    user_id=user_id)
-        await self.record_event(MemoryEvent(abstract.id, "CONSOLIDATES", reason, now,
-                                            details={"from": [m.id for m in originals]}), user_id=user_id)
-        return abstract
 
     # ------------------------------------------------------------------ session notes
     async def add_session_note(self, content: str, *, user_id: str, session_id: str, importance: int = 5,

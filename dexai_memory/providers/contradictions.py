@@ -1,13 +1,13 @@
-"""Where contradictions are kept: the :class:`ContradictionLog` interface (seed 002's
-``contradictions`` table: a, b, detected_at, resolution, note).
+"""Where contradictions are kept: the :class:`ContradictionLog` storage interface
+(a, b, detected_at, resolution, note).
 
 A provider that keeps them sets :attr:`MemoryProvider.contradiction_log
 <dexai_memory.providers.base.MemoryProvider.contradiction_log>`; the native
 provider's is the ``contradictions`` table
 (:class:`~dexai_memory.providers.native.contradictions.NativeContradictionLog`).
-:meth:`~dexai_memory.providers.base.MemoryProvider.apply_decision` writes one
-on every supersession caused by a contradiction; reviewing and resolving them
-is :mod:`dexai_memory.lifecycle.contradictions`.
+When one is written and how it is resolved on its own is policy:
+:mod:`dexai_memory.supersession.contradictions`; reviewing and resolving them
+by hand is :mod:`dexai_memory.lifecycle.contradictions`.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -108,7 +109,9 @@ class FailoverProvider(MemoryProvider):
         self.log = ReplayLog(log_path)
         self.recheck_seconds = recheck_seconds
         self.name = f"{primary.name}+native-fallback"
-        self.capabilities = primary.capabilities & native.capabilities
+        # restore and users() are not forwarded: a failover pair promises neither
+        self.capabilities = dataclasses.replace(primary.capabilities & native.capabilities, restore=False,
+                                                list_users=False)
         self.primary_up = False
         self._primary_started = False
         self._checked_at = float("-inf")

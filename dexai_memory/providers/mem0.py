@@ -57,6 +57,7 @@ from ..models import (
     utcnow,
 )
 from .base import UPDATABLE_FIELDS, MemoryProvider
+from .capabilities import ProviderCapabilities
 
 if TYPE_CHECKING:
     from ..config import Mem0Config, Settings
@@ -229,7 +230,8 @@ class Mem0Provider(MemoryProvider):
     """Memory on a local Mem0 (``AsyncMemory``). Use ``async with Mem0Provider(path, embedder=...)``."""
 
     name = "mem0"
-    capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search"})
+    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, vector_search=True,
+                                       list_users=True)
     #: Mem0 always embeds with ours (required).
     embedder: Embedder
 

@@ -33,6 +33,7 @@ from ..models import (
     utcnow,
 )
 from .base import UPDATABLE_FIELDS, MemoryProvider
+from .capabilities import ProviderCapabilities
 from .native.schema import SEARCH_EXCLUDED_TYPES, STOPWORDS
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class InMemoryProvider(MemoryProvider):
     """Memories in a dict, for tests and throw-away runs. See the module docstring."""
 
     name = "memory"
-    capabilities = frozenset({"as_of", "history", "hard_delete"})
+    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, restore=True, list_users=True)
 
     def __init__(self) -> None:
         super().__init__()

@@ -51,11 +51,10 @@ class TransferReport:
 
 
 async def provider_users(provider: MemoryProvider) -> list[str]:
-    """Every user id the provider holds memories for (needs a ``users()`` method)."""
-    users = getattr(provider, "users", None)
-    if users is None:
+    """Every user id the provider holds memories for (``capabilities.list_users``)."""
+    if not provider.capabilities.list_users:
         raise ProviderError(f"the {provider.name} provider cannot list its users: pass --user")
-    return list(await users())
+    return list(await provider.users())
 
 
 async def memories_of(provider: MemoryProvider, user_id: str) -> list[Memory]:

@@ -53,6 +53,7 @@ from ..models import (
     utcnow,
 )
 from .base import UPDATABLE_FIELDS, MemoryProvider
+from .capabilities import ProviderCapabilities
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -172,7 +173,8 @@ class ZepProvider(MemoryProvider):
     """Memory in Zep (Cloud, or any server speaking its v4 API at ``base_url``)."""
 
     name = "zep"
-    capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search"})
+    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, vector_search=True,
+                                       list_users=True)
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None, timeout: float = 10.0,
                  max_retries: int = 2, session_threads: bool = True):

@@ -291,7 +291,7 @@ def fill_index(memories: Sequence[Memory], limit: int, renderer: _Renderer) -> _
 
 
 async def _open_conflicts(provider: MemoryProvider, user_id: str, project: str | None) -> list[_Item]:
-    if getattr(provider, "contradiction_log", None) is None:
+    if provider.contradiction_log is None:
         return []
     out = []
     for c in await conflicts(provider, user_id, limit=20):

@@ -1,8 +1,17 @@
-"""Supersession: how a new note relates to what is stored (ADD, UPDATE, SUPERSEDE, NOOP).
+"""Supersession: how a new statement relates to what is stored (ADD, UPDATE, SUPERSEDE, NOOP).
 
+The decision policy lives here, over any provider's storage primitives:
+
+- :mod:`.store`: :func:`~.store.store_statement`, the one way a statement enters
+  memory (extracted notes, ``remember``, ``dexai memory add``).
 - :mod:`.classifier`: the :class:`~.classifier.UpdateClassifier` interface.
 - :mod:`.rules`: the offline classifier, the rules it applies, and the guards
   (meaning, pinned memories) every classifier's output goes through.
-- :mod:`.decide`: deciding and carrying out a decision for a note (the one way in).
+- :mod:`.decide`: one guarded decision for a statement.
+- :mod:`.apply`: carrying a decision out (confidence, the tool-output,
+  pinned and shared-memory rules).
+- :mod:`.chain`: superseding one memory, or merging many into an abstract.
+- :mod:`.contradictions`: when a SUPERSEDE is a recorded contradiction, and
+  whether it resolves on its own.
 - :mod:`.candidates`: the in-memory candidate index used by bulk ingest.
 """

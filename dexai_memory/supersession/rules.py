@@ -74,7 +74,7 @@ A pinned memory changes only by explicit user action (unpin, forget, edit).
 memory into an ADD, with a reason that says so; it is applied to every
 classifier's output (offline or Haiku) by
 :func:`dexai_memory.supersession.decide.decide`, and
-:meth:`~dexai_memory.providers.base.MemoryProvider.apply_decision` refuses
+:func:`dexai_memory.supersession.apply.apply_decision` refuses
 to overwrite a pinned memory as a last guard. NOOP (a repeat of the pinned
 statement) stays NOOP: it only counts a mention.
 

@@ -274,7 +274,7 @@ async def test_a_broken_config_is_a_tool_error_and_the_server_stays_up(isolated_
             failed = await client.call_tool("remember", {"content": "User's cat is called Miso", "category": "fact"})
             assert failed.is_error
             assert text(failed) == (f"Error: {config}: storage.provider: must be one of native, mem0, zep, "
-                                    "postgres; got 'floppy'")
+                                    "postgres, memory; got 'floppy'")
             assert len((await client.list_tools()).tools) == 3
             config.unlink()  # fixed: the next call reaches the daemon
             again = await client.call_tool("remember", {"content": "User's cat is called Miso", "category": "fact"})

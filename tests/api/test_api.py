@@ -15,6 +15,7 @@ from dexai_memory.api.auth import load_token, token_path
 from dexai_memory.config import load_settings
 from dexai_memory.models import Memory, UpdateAction, UpdateDecision
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.apply import apply_decision
 
 from .conftest import AUTH, USER, Api
 
@@ -167,7 +168,7 @@ def test_clear_needs_the_exact_count_and_undo_brings_everything_back(api: Api) -
 
 async def _contradiction(p: Any, old: str, new: str) -> tuple[str, str]:
     a = await p.add(Memory(content=old, user_id=USER, confidence=0.75))
-    b = await p.apply_decision(UpdateDecision(UpdateAction.SUPERSEDE, a.id, "same attribute, new value"),
+    b = await apply_decision(p, UpdateDecision(UpdateAction.SUPERSEDE, a.id, "same attribute, new value"),
                                Memory(content=new, user_id=USER, confidence=0.5))
     return a.id, b.id
 

@@ -24,6 +24,7 @@ from dexai_memory.agent_tools.tools import remember
 from dexai_memory.config import load_settings
 from dexai_memory.models import Memory, SearchFilters, UpdateAction, UpdateDecision
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.apply import apply_decision
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
@@ -278,7 +279,7 @@ def _contradiction(user: str) -> Any:
     async def go(p: NativeProvider) -> tuple[str, str]:
         a = await p.add(Memory(content="The team deploys on Fridays", user_id=user, confidence=0.75,
                                metadata={"category": "fact"}))
-        b = await p.apply_decision(UpdateDecision(UpdateAction.SUPERSEDE, a.id, "same attribute, new value"),
+        b = await apply_decision(p, UpdateDecision(UpdateAction.SUPERSEDE, a.id, "same attribute, new value"),
                                    Memory(content="The team deploys on Tuesdays", user_id=user, confidence=0.5,
                                           metadata={"category": "fact"}))
         assert b is not None

@@ -15,6 +15,7 @@ from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
 from dexai_memory.models import Memory, UpdateAction, UpdateDecision
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.apply import apply_decision
 
 U = "sam"
 
@@ -51,7 +52,7 @@ def contradict(old_text: str, new_text: str, confidence: float) -> tuple[str, st
     async def go() -> tuple[str, str]:
         async with NativeProvider(load_settings().db_path, embedder=None) as p:
             old = await p.add(Memory(content=old_text, user_id=U, confidence=0.75))
-            new = await p.apply_decision(UpdateDecision(UpdateAction.SUPERSEDE, old.id, "same attribute, new value"),
+            new = await apply_decision(p, UpdateDecision(UpdateAction.SUPERSEDE, old.id, "same attribute, new value"),
                                          Memory(content=new_text, user_id=U, confidence=confidence))
             assert new is not None
             return old.id, new.id

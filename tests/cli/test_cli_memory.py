@@ -61,7 +61,7 @@ def test_edit_pin_unpin_and_history() -> None:
     ok("memory", "unpin", mid, "--user", "sam")
     assert json.loads(ok("memory", "get", mid, "--user", "sam", "--json").stdout)["pinned"] is False
     events = json.loads(ok("memory", "history", mid, "--user", "sam", "--json").stdout)[0]["events"]
-    assert [e["action"] for e in events] == ["EDIT", "PIN", "UNPIN"]
+    assert [e["action"] for e in events] == ["ADD", "EDIT", "PIN", "UNPIN"]
 
 
 def test_supersede_history_and_as_of() -> None:
@@ -209,3 +209,16 @@ def test_stats_and_doctor_show_the_model_tokens_and_the_extractor(isolated_home:
     assert checks["extractor"]["detail"].startswith("Claude Haiku") and "ANTHROPIC_API_KEY is set" in \
         checks["extractor"]["detail"]
     assert not checks["model tokens"]["ok"] and "budget is spent" in checks["model tokens"]["fix"]
+
+
+def test_add_supersedes_a_contradicted_memory_like_an_extracted_note() -> None:
+    old = add("Sam lives in Berlin")
+    done = ok("memory", "add", "Sam lives in Lisbon", "--user", "sam")
+    assert "supersedes" in done.output
+    new = json.loads(ok("memory", "search", "where does Sam live", "--user", "sam", "--json").stdout)
+    assert [m["content"] for m in new] == ["Sam lives in Lisbon"]
+    before = json.loads(ok("memory", "get", old, "--user", "sam", "--json").stdout)
+    assert before["superseded_by"] == new[0]["id"]
+    assert add("Sam lives in Lisbon") == new[0]["id"]  # a repeat is counted, not stored twice
+    conflicts = json.loads(ok("memory", "conflicts", "--all", "--user", "sam", "--json").stdout)
+    assert [(c["a"]["id"], c["resolution"]) for c in conflicts] == [(old, "b_wins")]

@@ -17,6 +17,7 @@ from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.chain import supersede
 
 needs_mem0 = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is not installed")
 needs_zep = pytest.mark.skipif(importlib.util.find_spec("zep_cloud") is None, reason="zep-cloud is not installed")
@@ -41,7 +42,7 @@ def seeded(isolated_home: Path, embedder: Embedder) -> dict[str, str]:
     async def seed() -> dict[str, str]:
         async with NativeProvider(load_settings().db_path, embedder=embedder) as native:
             old = await native.add(Memory("Sam lives in Berlin", user_id="sam", source_ids=("D1:1",)))
-            new = await native.supersede(old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
+            new = await supersede(native, old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
             pref = await native.add(Memory("Sam prefers bullet points", user_id="sam", type=MemoryType.PREFERENCE,
                                            importance=8, project="dexai", source_ids=("D2:4", "D2:5")))
             other = await native.add(Memory("Ana plays the cello", user_id="ana"))

@@ -16,6 +16,7 @@ from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.chain import supersede
 from tests import postgres_server
 
 pytestmark = pytest.mark.skipif(not postgres_server.available(), reason="needs the dev extra (psycopg, pgserver)")
@@ -43,7 +44,7 @@ def test_migrate_native_to_postgres_and_back(team_server: str, isolated_home: Pa
     async def seed() -> dict[str, str]:
         async with NativeProvider(settings.db_path, embedder=embedder) as native:
             old = await native.add(Memory("Sam lives in Berlin", user_id="sam", source_ids=("D1:1",)))
-            new = await native.supersede(old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
+            new = await supersede(native, old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
             pref = await native.add(Memory("Sam prefers bullet points", user_id="sam", type=MemoryType.PREFERENCE,
                                            project="dexai", source_ids=("D2:4",),
                                            metadata={"scope": "project-shared"}))

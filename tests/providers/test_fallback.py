@@ -16,6 +16,7 @@ from dexai_memory.providers import history as timeline
 from dexai_memory.providers.base import MemoryProvider
 from dexai_memory.providers.fallback import FailoverProvider
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.chain import supersede
 
 
 class SwitchableProvider(MemoryProvider):
@@ -164,7 +165,7 @@ async def test_supersede_during_outage_replays_chain_and_events(failover: Failov
                                                                 primary: SwitchableProvider) -> None:
     primary.down = True
     old = await failover.add(Memory("Sam prefers tea", user_id="sam"))
-    new = await failover.supersede(old.id, "Sam prefers coffee", user_id="sam", reason="changed taste")
+    new = await supersede(failover, old.id, "Sam prefers coffee", user_id="sam", reason="changed taste")
     primary.down = False
     assert await failover.recover() >= 4  # two adds, an update, two events
     chain = await timeline.history(primary.store, new.id, user_id="sam")

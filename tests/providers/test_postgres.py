@@ -16,6 +16,7 @@ import pytest
 from dexai_memory.embeddings import Embedder
 from dexai_memory.errors import InvalidMemory, MemoryNotFound, ProviderUnavailable
 from dexai_memory.models import Memory, MemoryType, SearchFilters, UpdateAction, UpdateDecision
+from dexai_memory.supersession.apply import apply_decision
 from tests import postgres_server
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ async def test_a_decision_on_a_teammates_memory_stores_the_note_as_ones_own(pg: 
     shared = await pg.add(Memory("Deploys happen on Tuesdays", user_id="ana", project="p", metadata=SHARED))
     await pg.add(Memory("Bo works on p", user_id="bo", project="p"))
     note = Memory("Deploys happen on Wednesdays", user_id="bo", project="p")
-    stored = await pg.apply_decision(UpdateDecision(UpdateAction.SUPERSEDE, shared.id, "changed"), note)
+    stored = await apply_decision(pg, UpdateDecision(UpdateAction.SUPERSEDE, shared.id, "changed"), note)
     assert stored is not None and stored.user_id == "bo" and stored.id == note.id
     assert (await pg.get(shared.id, user_id="ana")).is_valid
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from dexai_memory.errors import InvalidMemory, MemoryNotFound
+from dexai_memory.errors import InvalidMemory, MemoryNotFound, ProviderError
 from dexai_memory.models import (
     Memory,
     MemoryType,
@@ -19,7 +19,10 @@ from dexai_memory.models import (
 )
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.base import MemoryProvider
+from dexai_memory.providers.capabilities import ProviderCapabilities
 from dexai_memory.recall.block import build_block
+from dexai_memory.supersession.apply import apply_decision
+from dexai_memory.supersession.chain import consolidate, supersede
 from dexai_memory.supersession.decide import classify
 
 
@@ -112,7 +115,7 @@ async def test_soft_and_hard_delete(provider: MemoryProvider) -> None:
 async def test_supersede_keeps_history(provider: MemoryProvider) -> None:
     needs(provider, "history")
     old = await provider.add(Memory("Sam prefers tea in the morning", user_id="sam", type=MemoryType.PREFERENCE))
-    new = await provider.supersede(old.id, "Sam prefers coffee in the morning", user_id="sam", reason="changed taste")
+    new = await supersede(provider, old.id, "Sam prefers coffee in the morning", user_id="sam", reason="changed taste")
     old_now = await provider.get(old.id, user_id="sam")
     assert old_now.superseded_by == new.id and old_now.valid_until is not None and not old_now.is_valid
     assert new.is_valid and new.type is MemoryType.PREFERENCE
@@ -129,7 +132,7 @@ async def test_as_of_query(provider: MemoryProvider) -> None:
     await asyncio.sleep(0.01)
     between = utcnow()
     await asyncio.sleep(0.01)
-    new = await provider.supersede(old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
+    new = await supersede(provider, old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
     then = await timeline.as_of(provider, between, user_id="sam")
     assert [m.id for m in then] == [old.id]
     now = await timeline.as_of(provider, utcnow() + timedelta(seconds=1), user_id="sam")
@@ -141,18 +144,18 @@ async def test_as_of_query(provider: MemoryProvider) -> None:
 async def test_apply_decisions(provider: MemoryProvider) -> None:
     base = await provider.add(Memory("Ana works at Initech", user_id="u", source_ids=("t1",)))
     note = Memory("Ana works at Initech", user_id="u", source_ids=("t2",))
-    after = await provider.apply_decision(UpdateDecision(UpdateAction.NOOP, base.id, "duplicate"), note)
+    after = await apply_decision(provider, UpdateDecision(UpdateAction.NOOP, base.id, "duplicate"), note)
     assert after is not None and after.mention_count == 2 and after.confidence > base.confidence
     assert set(after.source_ids) == {"t1", "t2"}
-    upd = await provider.apply_decision(
+    upd = await apply_decision(provider,
         UpdateDecision(UpdateAction.UPDATE, base.id, "refines", merged_content="Ana works at Initech as a designer"),
         Memory("Ana is a designer", user_id="u", source_ids=("t3",)))
     assert upd is not None and upd.id == base.id and "designer" in upd.content
-    sup = await provider.apply_decision(UpdateDecision(UpdateAction.SUPERSEDE, base.id, "changed job"),
+    sup = await apply_decision(provider, UpdateDecision(UpdateAction.SUPERSEDE, base.id, "changed job"),
                                         Memory("Ana works at Hooli", user_id="u", source_ids=("t4",)))
     assert sup is not None and sup.id != base.id
     assert (await provider.get(base.id, user_id="u")).superseded_by == sup.id
-    added = await provider.apply_decision(UpdateDecision(UpdateAction.ADD, None, "new"),
+    added = await apply_decision(provider, UpdateDecision(UpdateAction.ADD, None, "new"),
                                           Memory("Ana has a cat named Miso", user_id="u"))
     assert added is not None and (await provider.get(added.id, user_id="u")).content.endswith("Miso")
 
@@ -171,7 +174,7 @@ async def test_promote_and_consolidate(provider: MemoryProvider) -> None:
            for i in range(3)]
     promoted = await provider.promote(ids[0], "L1", user_id="sam")
     assert promoted.tier is Tier.L1
-    abstract = await provider.consolidate(ids, "Sam goes running regularly", user_id="sam")
+    abstract = await consolidate(provider, ids, "Sam goes running regularly", user_id="sam")
     assert abstract.tier is Tier.L3
     assert set(abstract.source_ids) == {"D0:1", "D1:1", "D2:1"}
     for mid in ids:
@@ -214,3 +217,21 @@ async def test_health_check(provider: MemoryProvider) -> None:
     status = await provider.health_check()
     assert status.healthy, status.problems
     assert status.provider == provider.name
+
+
+async def test_declared_capabilities_are_honoured(provider: MemoryProvider) -> None:
+    caps = provider.capabilities
+    assert isinstance(caps, ProviderCapabilities)
+    m = await provider.add(Memory("Sam keeps bees on the roof", user_id="sam"))
+    if caps.list_users:
+        assert "sam" in await provider.users()
+    else:
+        with pytest.raises(ProviderError):
+            await provider.users()
+    assert await provider.delete(m.id, user_id="sam") is True
+    if caps.restore:
+        assert (await provider.restore(m.id, user_id="sam")).id == m.id
+        assert (await provider.get(m.id, user_id="sam")).is_valid
+    else:
+        with pytest.raises(ProviderError):
+            await provider.restore(m.id, user_id="sam")

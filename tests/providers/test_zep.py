@@ -17,6 +17,7 @@ from dexai_memory.errors import MissingExtra, ProviderError, ProviderUnavailable
 from dexai_memory.models import Memory, utcnow  # noqa: E402
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.zep import ZepProvider  # noqa: E402
+from dexai_memory.supersession.chain import supersede
 from testing.fakezep import FakeZepServer  # noqa: E402
 
 
@@ -49,7 +50,7 @@ async def test_memory_is_an_edge_with_attributes(zep: ZepProvider) -> None:
 
 async def test_supersede_is_temporal_invalidation(zep: ZepProvider) -> None:
     old = await zep.add(Memory("Sam lives in Berlin", user_id="sam"))
-    new = await zep.supersede(old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
+    new = await supersede(zep, old.id, "Sam lives in Lisbon", user_id="sam", reason="moved")
     edges = {e.attributes["dx_id"]: e for e in await _edges(zep, "sam")}
     assert set(edges) == {old.id, new.id}  # the old fact is kept, invalidated, under the same memory id
     assert edges[old.id].invalid_at is not None and edges[old.id].expired_at is not None

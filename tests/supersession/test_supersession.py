@@ -13,6 +13,7 @@ from dexai_memory.models import Memory, SearchFilters, Turn, UpdateAction, Updat
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.apply import apply_decision
 from dexai_memory.supersession.rules import (
     OfflineClassifier,
     protect_pinned,
@@ -141,7 +142,7 @@ async def test_remember_never_updates_a_pinned_memory(provider: NativeProvider) 
 async def test_apply_decision_guards_pinned_memories(provider: NativeProvider) -> None:
     """Even a decision that bypassed classify_update does not overwrite a pinned memory."""
     pinned = await provider.add(Memory("Sam lives in Boston", user_id="u", pinned=True))
-    stored = await provider.apply_decision(UpdateDecision(S, pinned.id, "new city"),
+    stored = await apply_decision(provider, UpdateDecision(S, pinned.id, "new city"),
                                            Memory("Sam lives in Denver", user_id="u"))
     assert stored is not None and stored.id != pinned.id
     assert (await provider.get(pinned.id, user_id="u")).is_valid

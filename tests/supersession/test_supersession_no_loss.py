@@ -29,8 +29,9 @@ from dexai_memory.models import (
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers import history as timeline
 from dexai_memory.providers.native import NativeProvider
+from dexai_memory.supersession.apply import apply
 from dexai_memory.supersession.classifier import UpdateClassifier
-from dexai_memory.supersession.decide import apply, classify
+from dexai_memory.supersession.decide import classify
 from dexai_memory.supersession.rules import OfflineClassifier, guard_meaning, key_tokens
 
 S, A, U, N = UpdateAction.SUPERSEDE, UpdateAction.ADD, UpdateAction.UPDATE, UpdateAction.NOOP

@@ -155,6 +155,48 @@ def m004_contradictions() -> str:
     )
 
 
+@migration
+def m005_commitments_into_memories() -> str:
+    """One commitment shape: the ``commitments`` table folded into the COMMITMENT memories' metadata.
+
+    Recall, closing and the panel read ``metadata.commitment`` of the memories; the table was
+    written beside it and read by nothing else. Its rows are kept: a memory without the metadata
+    gets it from its row, a row closed in the table closes its still-open memory, and a row with
+    no memory id becomes a COMMITMENT memory of its own (queued for a vector). Rows whose memory
+    was erased (``forget --hard``) go with it. Then the table is dropped.
+    """
+    row_meta = ("json_object('what', c.what, 'who', c.who, 'due_at', c.due_at, 'due_text', c.due_text, "
+                "'status', c.status)")
+    return (
+        f"""
+        UPDATE memories SET metadata = json_set(metadata, '$.commitment', json((
+            SELECT {row_meta} FROM commitments c WHERE c.memory_id = memories.id
+            AND c.user_id = memories.user_id ORDER BY c.created_at LIMIT 1)))
+        WHERE json_type(metadata, '$.commitment') IS NULL
+          AND EXISTS (SELECT 1 FROM commitments c WHERE c.memory_id = memories.id AND c.user_id = memories.user_id);
+
+        UPDATE memories SET metadata = json_set(metadata, '$.commitment.status', (
+            SELECT c.status FROM commitments c WHERE c.memory_id = memories.id AND c.user_id = memories.user_id
+            AND c.status != 'open' ORDER BY c.updated_at DESC LIMIT 1))
+        WHERE COALESCE(json_extract(metadata, '$.commitment.status'), 'open') = 'open'
+          AND EXISTS (SELECT 1 FROM commitments c WHERE c.memory_id = memories.id AND c.user_id = memories.user_id
+                      AND c.status != 'open');
+
+        INSERT OR IGNORE INTO memories (id, user_id, project, content, type, importance, source_ids, session_id,
+                                        created_at, updated_at, valid_from, metadata)
+        SELECT 'm_' || substr(c.id, 3), c.user_id, c.project, c.what, 'COMMITMENT', 5, c.source_ids, c.session_id,
+               c.created_at, c.updated_at, c.created_at, json_object('commitment', json({row_meta}))
+        FROM commitments c WHERE c.memory_id IS NULL;
+
+        INSERT OR IGNORE INTO vectors_pending (rowid)
+        SELECT m.rowid FROM memories m JOIN commitments c ON m.id = 'm_' || substr(c.id, 3)
+        WHERE c.memory_id IS NULL;
+
+        DROP TABLE commitments;
+        """
+    )
+
+
 def current_version(conn: Conn) -> int:
     """The highest applied migration number (0 for a new database)."""
     conn.execute(

@@ -41,6 +41,7 @@ from ...models import (
     utcnow,
 )
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
+from ..capabilities import ProviderCapabilities
 from .contradictions import NativeContradictionLog
 from .database import DEFAULT_BUSY_RETRY_SECONDS, Database
 from .keywords import TermCounts
@@ -55,7 +56,8 @@ class NativeProvider(MemoryProvider):
     """SQLite-backed provider. Use ``async with NativeProvider(path, embedder=...)``."""
 
     name = "native"
-    capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search", "exact_search"})
+    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, vector_search=True, exact_search=True,
+                                       restore=True, list_users=True)
 
     def __init__(self, path: str | Path, *, embedder: Embedder | None = None,
                  search: SearchConfig | None = None, busy_timeout_ms: int = 5000, vector_index: bool = True,

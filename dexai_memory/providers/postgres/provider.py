@@ -40,11 +40,10 @@ from ...models import (
     MemoryEvent,
     SearchFilters,
     SearchResult,
-    UpdateAction,
-    UpdateDecision,
     utcnow,
 )
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
+from ..capabilities import ProviderCapabilities
 from . import migrations
 from .database import Database
 from .schema import (
@@ -80,7 +79,8 @@ class PostgresProvider(MemoryProvider):
     """PostgreSQL + pgvector provider. Use ``async with PostgresProvider(dsn, embedder=...)``."""
 
     name = "postgres"
-    capabilities = frozenset({"as_of", "history", "hard_delete", "vector_search", "exact_search"})
+    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, vector_search=True, exact_search=True,
+                                       restore=True, list_users=True)
 
     def __init__(self, dsn: str, *, embedder: Embedder | None = None, search: SearchConfig | None = None,
                  schema: str = "dexai_memory", pool_size: int = 5, statement_timeout_seconds: float = 10.0,
@@ -263,19 +263,6 @@ class PostgresProvider(MemoryProvider):
             await self.database.fetch("UPDATE memories SET retrieval_count = retrieval_count + 1, last_accessed = %s "
                               "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                               (utcnow(), user_id, builtins.list(memory_ids)))
-
-    async def apply_decision(self, decision: UpdateDecision, note: Memory, *,
-                             current: Memory | None = None) -> Memory | None:
-        """As :meth:`MemoryProvider.apply_decision`; a decision naming another member's shared memory
-        stores the note as the user's own instead (a shared memory changes only by its owner)."""
-        if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
-            target = current if current is not None and current.id == decision.memory_id else \
-                await self.get(decision.memory_id, user_id=note.user_id)
-            if target.user_id != note.user_id:
-                decision = UpdateDecision(UpdateAction.ADD, None, f"memory {target.id} is shared by "
-                                          f"{target.user_id}; stored as the user's own instead of "
-                                          f"{decision.action.value} ({decision.reason})")
-        return await super().apply_decision(decision, note, current=current)
 
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:

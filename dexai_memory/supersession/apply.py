@@ -1,0 +1,136 @@
+"""Carrying out one supersession decision for a note on a provider.
+
+:func:`apply` is the entry point: the meaning guard
+(:func:`~.rules.guard_meaning`) runs once more against the memory the
+decision names as it is now (a decision may have been made on an older
+copy, or handed in without :func:`~.decide.decide`), then
+:func:`apply_decision` writes it. The rules that hold whatever the
+classifier said:
+
+* a pinned memory is never overwritten: the note is added next to it;
+* a note from tool output (``metadata["origin"] == "tool"``) never rewrites
+  or replaces a memory that did not come from a tool: it is added instead;
+* a memory shared by another user (a project-shared memory of the postgres
+  provider) changes only by its owner: the note is stored as the user's own;
+* a user's note (``origin == "user"``) that repeats or refines a tool's
+  memory marks it ``confirmed_by_user`` (it may then enter the profile).
+
+What each action writes: ADD stores the note; NOOP counts one more mention
+and raises confidence by :data:`~dexai_memory.models.CONFIDENCE_BOOST`;
+UPDATE merges the note into the memory (content, provenance, mention count,
+confidence); SUPERSEDE replaces the memory with the note
+(:func:`~.chain.supersede`) and records the contradiction
+(:mod:`.contradictions`: left open, both kept, when the note is not sure
+enough). Each action is logged in the memory's history with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..models import (
+    Memory,
+    MemoryEvent,
+    UpdateAction,
+    UpdateDecision,
+    boosted,
+    is_tool_origin,
+    utcnow,
+)
+from . import contradictions
+from .chain import supersede
+from .rules import guard_meaning
+
+if TYPE_CHECKING:
+    from ..providers.base import MemoryProvider
+
+logger = logging.getLogger(__name__)
+
+
+async def apply(provider: MemoryProvider, decision: UpdateDecision, note: Memory) -> Memory | None:
+    """Carry out ``decision`` for ``note`` on ``provider``; returns the memory written, or None.
+
+    The memory the decision names is read again, and an UPDATE that would drop
+    one of its names, numbers or dates is carried out as SUPERSEDE (the old
+    memory stays in history), a NOOP that would drop one of the note's as ADD.
+    Raises :class:`~dexai_memory.errors.MemoryNotFound` when that memory is gone.
+    """
+    old = None
+    if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
+        old = await provider.get(decision.memory_id, user_id=note.user_id)
+        decision = guard_meaning([decision], note.content, [old])[0]
+    return await apply_decision(provider, decision, note, current=old)
+
+
+def _storable(decision: UpdateDecision, note: Memory, old: Memory) -> UpdateDecision:
+    """``decision`` turned into an ADD where a storage rule forbids changing ``old``."""
+    rewrites = decision.action in (UpdateAction.UPDATE, UpdateAction.SUPERSEDE)
+    if old.user_id != note.user_id and decision.action is not UpdateAction.ADD:
+        return UpdateDecision(UpdateAction.ADD, None, f"memory {old.id} is shared by {old.user_id}; stored as the "
+                              f"user's own instead of {decision.action.value} ({decision.reason})")
+    if rewrites and is_tool_origin(note) and not is_tool_origin(old):
+        return UpdateDecision(UpdateAction.ADD, None, f"tool output never rewrites or replaces memory {old.id}, "
+                              f"which did not come from a tool; stored as new instead of {decision.action.value} "
+                              f"({decision.reason})")
+    if rewrites and old.pinned:
+        reason = (f"memory {old.id} is pinned and changes only by explicit user action; stored as new instead "
+                  f"of {decision.action.value} ({decision.reason})")
+        logger.info("not overwriting pinned memory %s: %s", old.id, reason)
+        return UpdateDecision(UpdateAction.ADD, None, reason)
+    return decision
+
+
+async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, note: Memory, *,
+                         current: Memory | None = None) -> Memory | None:
+    """Write one decision for ``note`` (see the module docstring); returns the memory written, or None.
+
+    ``current`` is the memory the decision names, as the caller has just read it
+    (saves reading it again); otherwise it is read here. Prefer :func:`apply`,
+    which guards the meaning first.
+    """
+    uid = note.user_id
+    now = utcnow()
+    old = None
+    if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
+        old = current if current is not None and current.id == decision.memory_id else \
+            await provider.get(decision.memory_id, user_id=uid)
+        decision = _storable(decision, note, old)
+    if decision.action is UpdateAction.ADD or decision.memory_id is None or old is None:
+        stored = await provider.add(note)
+        await provider.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
+        return stored
+    sources = tuple(dict.fromkeys(old.source_ids + note.source_ids))
+    confirmed: dict[str, Any] = {}
+    if is_tool_origin(old) and (note.metadata or {}).get("origin") == "user":
+        # the user said it again: the tool's memory may now enter the profile
+        confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
+    if decision.action is UpdateAction.NOOP:
+        updated = await provider.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
+                                        confidence=boosted(old.confidence), source_ids=sources,
+                                        importance=max(old.importance, note.importance), **confirmed)
+        await provider.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
+                                                details={"duplicate": note.content}), user_id=uid)
+        return updated
+    if decision.action is UpdateAction.UPDATE:
+        content = decision.merged_content or note.content
+        updated = await provider.update(old.id, user_id=uid, content=content, source_ids=sources,
+                                        mention_count=old.mention_count + 1, confidence=boosted(old.confidence),
+                                        importance=max(old.importance, note.importance), **confirmed)
+        await provider.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
+                                                details={"before": old.content, "after": content}), user_id=uid)
+        return updated
+    replacement = note.replace(source_ids=sources)
+    if decision.merged_content:
+        replacement = replacement.replace(content=decision.merged_content)
+    if contradictions.left_open(provider, note):
+        # not sure enough to replace what is known: both stay current, the contradiction stays open
+        stored = await provider.add(replacement)
+        reason = (f"contradicts {old.id} but its confidence {note.confidence:.2f} is below "
+                  f"{contradictions.AUTO_RESOLVE_CONFIDENCE}: both kept, contradiction left open ({decision.reason})")
+        await provider.record_event(MemoryEvent(stored.id, "ADD", reason, now, related_id=old.id), user_id=uid)
+        await contradictions.record(provider, old, stored, reason=decision.reason, at=now, resolved=False)
+        return stored
+    new = await supersede(provider, old.id, replacement, user_id=uid, reason=decision.reason)
+    await contradictions.record(provider, old, new, reason=decision.reason, at=now, resolved=True)
+    return new
