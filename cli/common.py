@@ -123,6 +123,30 @@ def run(coro: Awaitable[T]) -> T:
         fail(str(exc))
 
 
+def daemon_or_local(ctx: Context, request: dict[str, Any],
+                    local: Callable[[Any, Any, dict[str, Any]], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """The running daemon's answer to ``request`` (it is the one writer of the store); with no
+    daemon running, ``local(provider, settings, request)`` (the same function the daemon runs for
+    that request) on the store in this process. Our errors exit cleanly."""
+    from dexai_memory.daemon.control import ask_running_daemon
+    from dexai_memory.datadir import ensure_home
+    from dexai_memory.providers import make_provider
+
+    try:
+        reply = ask_running_daemon(ctx.settings, request)
+    except DexaiMemoryError as exc:
+        fail(str(exc))
+    if reply is not None:
+        return reply
+
+    async def go() -> dict[str, Any]:
+        ensure_home(ctx.settings.home)
+        async with make_provider(ctx.settings) as provider:
+            return await local(provider, ctx.settings, request)
+
+    return run(go())
+
+
 @contextmanager
 def progress(total: int | None, desc: str, *, enabled: bool = True) -> Iterator[Callable[[int], None]]:
     """A tqdm progress bar on stderr (hidden with --json or when not a terminal); yields ``update(n)``."""

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, fail, run
+from dexai_memory.cli.common import Context, common_options, daemon_or_local, fail, run
 from dexai_memory.datadir import ensure_home
 from dexai_memory.models import Memory
 
@@ -94,15 +94,14 @@ def facts(click_ctx: click.Context, category: str | None, limit: int, ctx: Conte
 def add(text: str, category: str, pin: bool, ctx: Context) -> None:
     """Remember TEXT by hand (confidence 0.6; saying it again adds 0.15), through supersession:
     a repeat is counted, a change replaces the older statement."""
-    from dexai_memory.agent_tools import remember
-    from dexai_memory.models import MANUAL_CONFIDENCE
+    from dexai_memory.agent_tools.ops import remember_request
 
     _scope(ctx)
-    result = _with(ctx, lambda p: remember(p, text, category, user_id=ctx.user, project=ctx.project, pin=pin,
-                                           max_pins=ctx.settings.lifecycle.max_pins, confidence=MANUAL_CONFIDENCE,
-                                           via="cli"))
-    ctx.emit(result.to_dict(), result.to_text())
-    if result.memory is None:
+    # the running daemon stores it (the one writer), else this process: the same function
+    reply = daemon_or_local(ctx, {"op": "remember", "content": text, "category": category, "user_id": ctx.user,
+                                  "project": ctx.project, "pin": pin, "via": "cli"}, remember_request)
+    ctx.emit(reply["result"], reply["text"])
+    if not reply["stored"]:
         sys.exit(1)
 
 

@@ -11,7 +11,15 @@ from typing import Any, TypeVar
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, fail, parse_as_of, progress, run
+from dexai_memory.cli.common import (
+    Context,
+    common_options,
+    daemon_or_local,
+    fail,
+    parse_as_of,
+    progress,
+    run,
+)
 from dexai_memory.cli.lazy import LazyGroup
 from dexai_memory.datadir import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
@@ -122,7 +130,7 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
 
     Example: dexai memory add "Prefers pytest over unittest" --type preference -i 7
     """
-    from dexai_memory.supersession.store import Stored, store_statement
+    from dexai_memory.agent_tools.ops import add_request
 
     try:
         m = Memory(content=content, user_id=ctx.user, project=ctx.project, type=MemoryType.parse(type_),
@@ -131,29 +139,16 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
     except InvalidMemory as exc:
         fail(str(exc))
         return
-
-    async def go(p: MemoryProvider) -> Stored:
-        from dexai_memory.lifecycle.pins import check_room
-        from dexai_memory.lifecycle.pins import pin as pin_memory
-
-        if pin:
-            await check_room(p, ctx.user, ctx.settings.lifecycle.max_pins)
-        done = await store_statement(p, m, top_k=ctx.settings.supersession.comparison_top_k,
-                                     enabled=ctx.settings.supersession.enabled)
-        if pin and done.memory is not None and not done.memory.pinned:
-            return Stored(done.decision, done.target, await pin_memory(
-                p, done.memory.id, user_id=ctx.user, max_pins=ctx.settings.lifecycle.max_pins))
-        return done
-
-    done = with_provider(ctx, go)
-    stored = done.memory
-    assert stored is not None  # every decision writes a memory
-    action = done.decision.action.value if done.decision.memory_id else "ADD"
+    # the running daemon stores it (the one writer), else this process: the same function
+    reply = daemon_or_local(ctx, {"op": "memory.add", "memory": m.to_dict(), "pin": pin}, add_request)
+    stored = Memory.from_dict(reply["memory"])
+    action = reply["action"] if reply.get("target") else "ADD"
     text = {"ADD": f"Added {stored.id}: {stored.content}",
-            "SUPERSEDE": f"Added {stored.id}: {stored.content} (supersedes {done.decision.memory_id})",
+            "SUPERSEDE": f"Added {stored.id}: {stored.content} (supersedes {reply['target']})",
             "UPDATE": f"Updated {stored.id}: {stored.content}",
             "NOOP": f"Already known as {stored.id}: {stored.content}"}[action]
-    ctx.emit(stored.to_dict(), f"{text} ({done.decision.reason})" if action != "ADD" else text)
+    ctx.emit(stored.to_dict(), f"{text} ({reply['reason']})" if action != "ADD" else text)
+
 
 
 @memory.command()

@@ -5,7 +5,8 @@ One JSON line per query with ``--json``::
     {"query", "text", "tokens", "memories": [{"id", "content", "source_ids", "score"}], "latency_ms"}
 
 ``text`` is exactly the block the UserPromptSubmit hook injects for that prompt as the
-first prompt of a session (the daemon's recall answers both, started when none runs);
+first prompt of a session (the running daemon answers both; with none running, the same
+recall runs in this process);
 ``memories`` are exactly the memories in it. ``--max-memories`` / ``--max-tokens``
 override ``auto_recall.max_memories`` / ``auto_recall.max_tokens`` for this command.
 A ``--queries`` file has one ``{"query": "..."}`` object per line; other keys
@@ -20,7 +21,7 @@ from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, fail, progress
+from dexai_memory.cli.common import Context, common_options, daemon_or_local, fail, progress
 
 
 def _read_queries(path: Path) -> list[dict[str, Any]]:
@@ -51,23 +52,19 @@ def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memor
            max_tokens: int | None) -> None:
     """Show the memory block recall injects for --query TEXT or every line of --queries FILE.
 
-    The running daemon answers (it is started when none runs), exactly as it answers the
-    UserPromptSubmit hook for the first prompt of a session.
+    The running daemon answers, exactly as it answers the UserPromptSubmit hook for the first
+    prompt of a session; with none running, the same recall runs in this process.
     """
-    from dexai_memory.daemon.control import ask_daemon
-    from dexai_memory.errors import DaemonError
+    from dexai_memory.recall.ranking import recall_request
 
     if (query is None) == (queries_path is None):
         fail("give exactly one of --query TEXT or --queries FILE.jsonl")
     items = [{"query": query}] if query is not None else _read_queries(queries_path)  # type: ignore[arg-type]
     with progress(len(items), "recall", enabled=len(items) > 1 and not ctx.json) as update:
         for item in items:
-            try:
-                reply = ask_daemon(ctx.settings, {"op": "recall", "user_id": ctx.user, "prompt": item["query"],
-                                                  "project": ctx.project, "max_memories": max_memories,
-                                                  "max_tokens": max_tokens})
-            except DaemonError as exc:
-                fail(str(exc))
+            reply = daemon_or_local(ctx, {"op": "recall", "user_id": ctx.user, "prompt": item["query"],
+                                          "project": ctx.project, "max_memories": max_memories,
+                                          "max_tokens": max_tokens}, recall_request)
             extra = {k: v for k, v in item.items() if k != "query"}
             data: dict[str, Any] = {**extra, "query": item["query"], "text": reply.get("text") or "",
                     "tokens": reply.get("tokens") or 0, "memories": reply.get("memories") or [],

@@ -1,4 +1,11 @@
-"""The memory tools on the daemon's socket: the ``tool.call`` operation.
+"""The memory tools on the daemon's socket: ``tool.call`` (the MCP server), ``remember``
+(``dexai memory facts add``) and ``memory.add`` (``dexai memory add``), so every statement
+written by hand is stored by the daemon, the one writer of the store, under its write lock.
+
+``remember``: ``content, category, user_id, project?, pin?, confidence?, via?`` -> ``result``
+(:meth:`RememberResult.to_dict <dexai_memory.agent_tools.tools.RememberResult.to_dict>`),
+``text``, ``stored``. ``memory.add``: ``memory`` (a memory dict), ``pin?`` -> ``memory``,
+``action``, ``target``, ``reason`` (:func:`~dexai_memory.lifecycle.editing.add_by_hand`).
 
 The plugin's stdio MCP server (:mod:`dexai_memory.mcp_server`) holds no
 provider of its own; it forwards every ``tools/call`` here::
@@ -70,4 +77,41 @@ def tool_ops(daemon: Any) -> dict[str, Op]:
             result = await tools.call(name, arguments)
         return {"content": result["content"], "isError": bool(result.get("is_error", False))}
 
-    return {"tool.call": call}
+    async def locked(fn: Callable[[Any, Any, dict[str, Any]], Awaitable[dict[str, Any]]],
+                     req: dict[str, Any]) -> dict[str, Any]:
+        async with daemon.write_lock:
+            return await fn(daemon.provider, daemon.settings, req)
+
+    async def remember_op(req: dict[str, Any]) -> dict[str, Any]:
+        return await locked(remember_request, req)
+
+    async def add_op(req: dict[str, Any]) -> dict[str, Any]:
+        return await locked(add_request, req)
+
+    return {"tool.call": call, "remember": remember_op, "memory.add": add_op}
+
+
+async def remember_request(provider: Any, settings: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """``remember``: store a statement written by hand (:func:`~dexai_memory.agent_tools.tools.remember`)."""
+    from ..models import MANUAL_CONFIDENCE
+    from .tools import remember
+
+    result = await remember(provider, str(req["content"]), str(req.get("category") or "fact"),
+                            user_id=str(req["user_id"]), project=_optional_str(req, "project"),
+                            pin=bool(req.get("pin")), max_pins=settings.lifecycle.max_pins,
+                            confidence=float(req.get("confidence") or MANUAL_CONFIDENCE),
+                            via=str(req.get("via") or "cli"))
+    return {"result": result.to_dict(), "text": result.to_text(), "stored": result.memory is not None}
+
+
+async def add_request(provider: Any, settings: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """``memory.add``: store a memory written by hand (:func:`~dexai_memory.lifecycle.editing.add_by_hand`)."""
+    from ..lifecycle.editing import add_by_hand
+    from ..models import Memory
+
+    done = await add_by_hand(provider, Memory.from_dict(req["memory"]), top_k=settings.supersession.comparison_top_k,
+                             enabled=settings.supersession.enabled, pin=bool(req.get("pin")),
+                             max_pins=settings.lifecycle.max_pins)
+    assert done.memory is not None  # every decision writes a memory
+    return {"memory": done.memory.to_dict(), "action": done.decision.action.value,
+            "target": done.decision.memory_id, "reason": done.decision.reason}

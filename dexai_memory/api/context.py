@@ -131,9 +131,7 @@ async def recall(request: Request) -> JSONResponse:
                                project=project_of(request, data), exclude_ids=lists["exclude_ids"],
                                max_memories=number(data, "max_memories", low=1, high=1000),
                                max_tokens=number(data, "max_tokens", low=50, high=100_000))
-    return JSONResponse({"text": result.text, "tokens": result.tokens, "memory_ids": result.memory_ids,
-                         "memories": [m.to_dict() for m in result.memories], "skipped_reason": result.skipped_reason,
-                         "latency_ms": round(result.latency_ms, 2)})
+    return JSONResponse(result.to_reply())
 
 
 ROUTES = [

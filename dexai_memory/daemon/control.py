@@ -271,6 +271,20 @@ def wait_until_answering(settings: Settings, timeout: float) -> bool:
 START_WAIT_SECONDS = 30.0
 
 
+def ask_running_daemon(settings: Settings, request: dict[str, Any], *, timeout: float = 60.0) -> dict[str, Any] | None:
+    """The answer of the daemon running for ``settings.home`` (None when none answers; none is
+    started). Raises :class:`~dexai_memory.errors.DaemonError` with the error it answered."""
+    from ..errors import DaemonError
+    from .ipc import ipc_request
+
+    if not settings.socket_path.exists():
+        return None
+    reply = ipc_request(settings.socket_path, request, timeout)
+    if reply is not None and (reply.get("ok") is False or reply.get("error")):
+        raise DaemonError(str(reply.get("error") or f"the memory daemon refused {request.get('op')}"))
+    return reply
+
+
 def ask_daemon(settings: Settings, request: dict[str, Any], *, timeout: float = 60.0,
                start_wait: float = START_WAIT_SECONDS) -> dict[str, Any]:
     """The daemon's answer to ``request``, starting the daemon (``daemon.autostart``) and waiting
@@ -292,7 +306,7 @@ def ask_daemon(settings: Settings, request: dict[str, Any], *, timeout: float = 
         if reply is None:
             raise DaemonError(f"the memory daemon did not answer {request.get('op')} within {timeout:.0f}s")
     if reply.get("ok") is False or reply.get("error"):
-        raise DaemonError(f"the memory daemon answered {request.get('op')}: {reply.get('error')}")
+        raise DaemonError(str(reply.get("error") or f"the memory daemon refused {request.get('op')}"))
     return reply
 
 

@@ -58,9 +58,7 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
             recent=[str(t) for t in req.get("recent") or []], project=req.get("project") or None,
             exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
             max_memories=_int(req.get("max_memories")), max_tokens=_int(req.get("max_tokens")))
-        return {"text": result.text, "tokens": result.tokens, "memory_ids": list(result.memory_ids),
-                "memories": [r.to_dict() for r in result.memories],
-                "skipped_reason": result.skipped_reason, "latency_ms": round(result.latency_ms, 2)}
+        return result.to_reply()
 
     async def enqueue(req: dict[str, Any]) -> dict[str, Any]:
         data = req.get("turn")

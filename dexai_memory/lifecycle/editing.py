@@ -17,6 +17,7 @@ from ..models import Memory, MemoryEvent, utcnow
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
+    from ..supersession.store import Stored
 
 #: Fields an edit by hand may change.
 EDITABLE = ("content", "type", "importance", "confidence", "tier")
@@ -65,3 +66,22 @@ async def edit(provider: MemoryProvider, memory_id: str, *, user_id: str, change
     await provider.record_event(MemoryEvent(memory_id, "EDIT", reason, utcnow(),
                                             details={k: str(v) for k, v in changes.items()}), user_id=user_id)
     return after
+
+
+async def add_by_hand(provider: MemoryProvider, memory: Memory, *, top_k: int, enabled: bool = True,
+                      pin: bool = False, max_pins: int = 10) -> Stored:
+    """Store ``memory`` written by hand (``dexai memory add``) through the same supersession as
+    every statement (:func:`~dexai_memory.supersession.store.store_statement`): a repeat is
+    counted, a change replaces the older statement. ``pin`` pins what was written (the pin
+    limit is checked first: :class:`~dexai_memory.errors.InvalidMemory` when full)."""
+    from ..supersession.store import Stored, store_statement
+    from .pins import check_room
+    from .pins import pin as pin_memory
+
+    if pin:
+        await check_room(provider, memory.user_id, max_pins)
+    done = await store_statement(provider, memory, top_k=top_k, enabled=enabled)
+    if pin and done.memory is not None and not done.memory.pinned:
+        return Stored(done.decision, done.target, await pin_memory(provider, done.memory.id, user_id=memory.user_id,
+                                                                    max_pins=max_pins))
+    return done

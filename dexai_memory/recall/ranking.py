@@ -275,6 +275,12 @@ class RecallResult:
     def memory_ids(self) -> list[str]:
         return [r.memory.id for r in self.memories]
 
+    def to_reply(self) -> dict[str, Any]:
+        """The answer of every recall door (the daemon's ``recall``, ``POST /api/recall``)."""
+        return {"text": self.text, "tokens": self.tokens, "memory_ids": self.memory_ids,
+                "memories": [m.to_dict() for m in self.memories], "skipped_reason": self.skipped_reason,
+                "latency_ms": round(self.latency_ms, 2)}
+
     def to_json(self, query: str, **extra: Any) -> dict[str, Any]:
         """``{"query", "text", "tokens", "memories", "latency_ms"}`` (+ ``extra`` keys)."""
         return {**extra, "query": query, "text": self.text, "tokens": self.tokens,
@@ -433,3 +439,20 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     reason = None if mems else ("no results" if not results else
                                 "below threshold" if all(r.relevance < floor for r in ranked) else "already visible")
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
+
+
+async def recall_request(provider: RecallSource, settings: Settings, req: dict[str, Any]) -> dict[str, Any]:
+    """A ``recall`` request (``user_id, prompt, project?, recent?, exclude_ids?, max_memories?,
+    max_tokens?``) answered with :func:`auto_recall` (:meth:`RecallResult.to_reply`): what
+    ``dexai memory recall`` runs when no daemon does."""
+    def number(key: str) -> int | None:
+        value = req.get(key)
+        return int(value) if value is not None else None
+
+    result = await auto_recall(provider, str(req["user_id"]), str(req.get("prompt") or ""),
+                               [str(t) for t in req.get("recent") or []], settings,
+                               project=req.get("project") or None,
+                               exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
+                               max_memories=number("max_memories"), max_tokens=number("max_tokens"),
+                               record_retrieval=True)
+    return result.to_reply()
