@@ -24,7 +24,10 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import re
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from ..models import Turn
@@ -50,7 +53,12 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
         except BadEvent as exc:
             logger.warning("hook.event: %s", exc)
             return {"answer": empty_answer(str(req.get("event") or "")), "error": str(exc)}
-        return {"answer": await run_event(daemon, event)}
+        answer = await run_event(daemon, event)
+        if upgraded():  # the package was reinstalled under this daemon: the next event starts a new one
+            shutdown = daemon.ipc.handlers.get("daemon.shutdown")
+            if shutdown is not None:
+                daemon.spawn(shutdown({"reason": "the installed version changed"}), "upgrade-exit")
+        return {"answer": answer}
 
     async def recall(req: dict[str, Any]) -> dict[str, Any]:
         result = await daemon.executor.recall(
@@ -84,6 +92,29 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
 
     return {"ping": ping, "hook.event": hook_event, "recall": recall, "enqueue": enqueue, "flush": flush,
             "health": health, "queue.notify": notify}
+
+
+#: Seconds between looks at the installed package's version (a plugin update reinstalls it).
+VERSION_CHECK_SECONDS = 30.0
+_last_check = [0.0]
+
+
+def upgraded() -> bool:
+    """The installed dexai-memory is another version than this process runs (looked at every
+    :data:`VERSION_CHECK_SECONDS`): the launcher's ``curl`` cannot tell, so the daemon exits
+    after answering and the next hook starts the new version."""
+    now = time.monotonic()
+    if now - _last_check[0] < VERSION_CHECK_SECONDS:
+        return False
+    _last_check[0] = now
+    from .. import version
+
+    try:
+        text = Path(version.__file__).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    found = re.search(r"__version__\s*=\s*[\"']([^\"']+)[\"']", text)
+    return found is not None and found.group(1) != version.__version__
 
 
 async def run_event(daemon: Any, event: HookEvent) -> dict[str, Any] | str:
