@@ -13,6 +13,7 @@ token, 404 for a memory or contradiction that is not this user's, 409 for the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -109,13 +110,34 @@ async def index(_request: Request) -> Response:
     return FileResponse(panel.static_dir() / "index.html", headers=PAGE_HEADERS)
 
 
+#: POST routes that only read (they must not wait behind an extraction batch).
+READ_POSTS = frozenset({"/api/recall", "/api/context/assemble"})
+
+
+class WriteLockMiddleware:
+    """ASGI middleware: a request that may write (any method but GET and HEAD) holds ``lock``, the
+    daemon's write lock, so the API writes one at a time with the daemon's queue worker and jobs."""
+
+    def __init__(self, app: Any, lock: asyncio.Lock) -> None:
+        self.app = app
+        self.lock = lock
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD") or scope.get("path") in READ_POSTS:
+            await self.app(scope, receive, send)
+            return
+        async with self.lock:
+            await self.app(scope, receive, send)
+
+
 def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryProvider | None = None,
-              project: str | None = None) -> Starlette:
+              project: str | None = None, write_lock: asyncio.Lock | None = None) -> Starlette:
     """The API and the panel for ``user_id`` (the default of every request's ``user_id``) and
     ``project`` (the default of every request's ``project``; None = every project).
 
     Without ``provider`` the configured one is made (:func:`dexai_memory.providers.make_provider`),
-    started with the app and closed with it.
+    started with the app and closed with it. ``write_lock`` (the daemon's, when it serves the
+    API over its provider) is held by every request that may write.
     """
 
     @asynccontextmanager
@@ -138,6 +160,9 @@ def build_app(settings: Settings, user_id: str, token: str, *, provider: MemoryP
         Route("/", index, methods=["GET"]),
         Mount("/static", StaticFiles(directory=panel.static_dir()), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(TokenMiddleware, token=token)],
+    middleware = [Middleware(TokenMiddleware, token=token)]
+    if write_lock is not None:
+        middleware.append(Middleware(WriteLockMiddleware, lock=write_lock))
+    return Starlette(routes=routes, middleware=middleware,
                      exception_handlers={DexaiMemoryError: _our_error, HTTPException: _http_error},
                      lifespan=lifespan)

@@ -104,8 +104,10 @@ class ApiServer:
     daemon's): :meth:`start` binds 127.0.0.1:``port`` and records it in ``<home>/api.json``,
     :meth:`aclose` stops serving and removes the record."""
 
-    def __init__(self, settings: Settings, provider: MemoryProvider, user_id: str) -> None:
+    def __init__(self, settings: Settings, provider: MemoryProvider, user_id: str, *,
+                 write_lock: asyncio.Lock | None = None) -> None:
         self.settings = settings
+        self.write_lock = write_lock
         self.provider = provider
         self.user_id = user_id
         self.port: int | None = None
@@ -123,7 +125,8 @@ class ApiServer:
         except OSError as exc:
             logger.warning("not serving the API: cannot listen on %s:%s (%s); set daemon.api_port", HOST, port, exc)
             return False
-        app = build_app(self.settings, self.user_id, load_token(self.settings.home), provider=self.provider)
+        app = build_app(self.settings, self.user_id, load_token(self.settings.home), provider=self.provider,
+                        write_lock=self.write_lock)
         self._server = _uvicorn_server(app, own_signals=False)
         self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[self._sock]),
                                                              name="api-server")

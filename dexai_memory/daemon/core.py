@@ -206,7 +206,7 @@ class MemoryDaemon:
                     from ..api.requests import default_user
                     from ..api.server import ApiServer
 
-                    api = ApiServer(self.settings, provider, default_user())
+                    api = ApiServer(self.settings, provider, default_user(), write_lock=self.write_lock)
                     if await api.start(self.settings.daemon.api_port):
                         self.api = api
                 finally:
@@ -220,7 +220,7 @@ class MemoryDaemon:
         deadline = time.monotonic() + CLAIM_WAIT
         while True:
             try:
-                self.queue.claim()
+                await asyncio.to_thread(self.queue.claim)
                 return
             except QueueError:
                 if time.monotonic() >= deadline:
@@ -326,7 +326,7 @@ class MemoryDaemon:
         except DexaiMemoryError as exc:
             provider = {"healthy": False, "name": getattr(self._provider, "name", "?"), "problems": [str(exc)]}
         self._last_health = {"provider": provider, "checked_at": utcnow().isoformat()}
-        health = self.health()
+        health = await asyncio.to_thread(self.health)  # the queue's counts are sqlite reads
         if not health["healthy"]:
             logger.warning("daemon health: %s", "; ".join(health["problems"]))
         return health
@@ -428,7 +428,7 @@ class MemoryDaemon:
                 logger.error("cleanup for %s failed: %s", user, exc)
                 reports[user] = {"error": str(exc)}
         with contextlib.suppress(DexaiMemoryError):
-            self.queue.purge_done()
+            await asyncio.to_thread(self.queue.purge_done)
         self.runs["cleanup"] += 1
         self.last_reports["cleanup"] = reports
         return reports

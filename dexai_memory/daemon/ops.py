@@ -21,6 +21,7 @@ Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` f
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 import os
@@ -76,15 +77,15 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
         for text in req.get("recent") or ():
             daemon._recent.setdefault((turn.user_id, turn.session_id),
                                       collections.deque(maxlen=RECENT_TURNS)).append(str(text))
-        verdict = daemon.submit_turn(turn)
+        verdict = await asyncio.to_thread(daemon.submit_turn, turn)
         return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
 
     async def flush(req: dict[str, Any]) -> dict[str, Any]:
         flushed = await daemon.flush(float(req.get("timeout") or 5.0))
-        return {"flushed": flushed, "pending": daemon.queue.pending_count()}
+        return {"flushed": flushed, "pending": await asyncio.to_thread(daemon.queue.pending_count)}
 
     async def health(req: dict[str, Any]) -> dict[str, Any]:
-        return daemon.health()
+        return await asyncio.to_thread(daemon.health)  # type: ignore[no-any-return]
 
     async def notify(req: dict[str, Any]) -> dict[str, Any]:
         daemon.queue.notify()

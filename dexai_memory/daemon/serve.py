@@ -37,7 +37,7 @@ async def idle_watch(daemon: MemoryDaemon, minutes: float, stop: asyncio.Event) 
     while not stop.is_set():
         await asyncio.sleep(min(IDLE_CHECK_SECONDS, max(0.5, limit / 4)))
         idle = time.monotonic() - daemon.ipc.last_request
-        if idle >= limit and daemon.queue.pending_count() == 0:
+        if idle >= limit and await asyncio.to_thread(daemon.queue.pending_count) == 0:
             logger.info("no hook traffic for %.0f minutes and nothing queued: exiting", idle / 60)
             stop.set()
 
