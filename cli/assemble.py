@@ -1,4 +1,4 @@
-"""``dexai memory assemble``: the tiered context for some signals, within a budget (issue 18).
+"""``dexai memory assemble``: the tiered context for some signals, within a budget.
 
 ``--signal key=value`` may repeat; a key given twice becomes a list (two
 ``--signal recent_errors=...``). With ``--json`` the answer is the same object

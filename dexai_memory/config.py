@@ -386,7 +386,7 @@ class PostgresConfig:
 @dataclass(frozen=True)
 class AssemblyConfig:
     """Tiered context assembly (``POST /api/context/assemble``, :func:`dexai_memory.assemble_context`,
-    ``dexai memory assemble``): the budget and how it is shared by the four tiers (seed 002)."""
+    ``dexai memory assemble``): the budget and how it is shared by the four tiers."""
 
     #: Tokens of the assembled context when the caller gives no budget (the Claude Code hooks keep
     #: their own, smaller budgets).

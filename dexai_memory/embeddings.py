@@ -96,7 +96,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-#: Tokens (texts x longest text) per ONNX call of a batch: measured on 2 cores (issue 15), calls of
+#: Tokens (texts x longest text) per ONNX call of a batch: measured on 2 cores, calls of
 #: ~8-16 short texts embed ~25% faster per text than 32 and twice as fast as 128 (cache-sized).
 DEFAULT_TOKENS_PER_CALL = 512
 

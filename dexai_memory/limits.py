@@ -1,4 +1,4 @@
-"""The settings sections that keep memory small: ``persistent_context`` and ``lifecycle`` (issue 14).
+"""The settings sections that keep memory small: ``persistent_context`` and ``lifecycle``.
 
 Typed, frozen sections of :class:`~dexai_memory.config.Settings`, declared here
 (one concept: budgets and caps) and loaded and validated like every other

@@ -78,7 +78,7 @@ class UpdateAction(enum.StrEnum):
     NOOP = "NOOP"
 
 
-#: Confidence of a memory added by hand (``dexai memory add``, ``dexai memory facts add``): seed 003
+#: Confidence of a memory added by hand (``dexai memory add``, ``dexai memory facts add``):
 #: starts hand-added facts lower than extracted ones, and lets repetition raise them.
 MANUAL_CONFIDENCE = 0.6
 #: Most confidence an extracted memory starts with (a lower extractor confidence is kept).
@@ -324,7 +324,7 @@ class MemoryEvent:
         }
 
 
-#: Resolutions of a contradiction (seed 002): the older memory a, the newer b, both, or a merged statement.
+#: Resolutions of a contradiction: the older memory a, the newer b, both, or a merged statement.
 RESOLUTIONS = ("a_wins", "b_wins", "both_valid", "merged")
 
 

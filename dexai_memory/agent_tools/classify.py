@@ -1,6 +1,6 @@
 """The category of a statement written by hand, and what changing a memory's category means.
 
-The panel's "+ Remember something" composer (seed 003: "auto-classifies")
+The panel's "+ Remember something" composer ("auto-classifies")
 stores what the user typed through :func:`~dexai_memory.agent_tools.tools.remember`
 with the category :func:`guess_category` reads from it: the offline
 extractor's own rules (warnings, standing instructions, goals, preferences,

@@ -1,8 +1,8 @@
 """Routes on what the agent is shown: the persistent context by category, and
-``POST /api/context/assemble`` (seed 002's endpoint).
+``POST /api/context/assemble`` (the design's endpoint).
 
 Assembly is the tiered context of :func:`dexai_memory.recall.assembly.assemble_context`
-(issue 18): within ``budget`` tokens (default ``assembly.budget_tokens``,
+within ``budget`` tokens (default ``assembly.budget_tokens``,
 8,000), four tiers filled in order, each with its share, unused budget passed
 down, each memory at most once and at the richest compression level that fits:
 
@@ -43,7 +43,7 @@ MAX_BUDGET = 100_000
 
 
 async def persistent(request: Request) -> JSONResponse:
-    """The persistent context shown at every session start, by category (issue 14).
+    """The persistent context shown at every session start, by category.
     ---
     summary: The persistent context by category
     parameters:
@@ -65,7 +65,7 @@ async def persistent(request: Request) -> JSONResponse:
 async def assemble(request: Request) -> JSONResponse:
     """Assemble the tiered context within a budget from signals (see the module docstring).
     ---
-    summary: Assemble context (seed 002)
+    summary: Assemble context
     requestBody:
       content:
         application/json:

@@ -19,7 +19,7 @@ emotional              0.1     I'm worried, I'm excited, this is important
 novelty                0.3 x   share of entities not seen in recent turns
 =====================  ======  ===============================================
 
-and, for what a coding agent must not forget (issue 13):
+and, for what a coding agent must not forget:
 
 =====================  ======  ===============================================
 signal                 weight  examples
@@ -324,7 +324,7 @@ def _char_before(text: str, pos: int) -> str:
     """The last non-blank character of ``text`` before ``pos`` ("" at the start).
 
     Walks back over the blanks only: the text is never sliced, so finding
-    entities stays linear in the text (issue 11: slicing the text before every
+    entities stays linear in the text (slicing the text before every
     capitalised word made a 5 MB reply take over 35 s).
     """
     i = pos - 1

@@ -1,4 +1,4 @@
-"""The fact lifecycle (seed 003): what keeps memory small and true.
+"""The fact lifecycle: what keeps memory small and true.
 
 - :mod:`.eviction`: the eviction score (age x category weight / confidence), the
   per-user cap on durable facts and category expiry, run by the daemon's

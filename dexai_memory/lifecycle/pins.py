@@ -1,7 +1,7 @@
 """Pins: at most ``lifecycle.max_pins`` (10) pinned memories per user.
 
 A pinned memory is always in the injected block and never archived or
-evicted, so pins are kept few (seed 003: "soft cap: 10 pinned facts"). The
+evicted, so pins are kept few ("soft cap: 10 pinned facts"). The
 11th pin is refused with :class:`~dexai_memory.errors.PinLimitReached`, whose
 message says how many are pinned and how to make room, instead of being
 accepted and silently not shown.

@@ -1,4 +1,4 @@
-"""Usage tracking (seed 002's usage tracker): which injected memories the replies used.
+"""Usage tracking (the design's usage tracker): which injected memories the replies used.
 
 After each reply (the Stop hook), the memories injected into the session so
 far are compared with the reply: a memory counts as **cited** when the reply

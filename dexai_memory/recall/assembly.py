@@ -1,4 +1,4 @@
-"""Tiered context assembly (seed 002): the most useful memory for this moment, within a budget.
+"""Tiered context assembly: the most useful memory for this moment, within a budget.
 
 :func:`assemble_context` fills a token budget (``assembly.budget_tokens``,
 8,000, unless the caller gives one) in four tiers, each with its share:
@@ -28,7 +28,7 @@ are **rebalanced by activity** (``signals["activity"]``, see
 :func:`.focus.activity_of`) by adding :data:`ACTIVITY_SHIFTS` to them:
 
 * ``debugging``: tier 1 +12.5 points, tier 2 and tier 3 -6.25 points each
-  (8,000 tokens: 3,000 / 2,500 / 1,500 / 1,000, seed 002's scenario 2);
+  (8,000 tokens: 3,000 / 2,500 / 1,500 / 1,000, a worked example);
 * ``planning``: tier 2 -12.5 points, tier 3 and tier 4 +6.25 points each;
 * ``coding`` (and anything else): the configured shares.
 
@@ -379,7 +379,7 @@ async def assemble_context(provider: MemoryProvider, user_id: str, settings: Set
     """Assemble the context for ``signals`` within ``budget`` tokens (default
     ``assembly.budget_tokens``) from ``user_id``'s memories (in ``project`` when given).
 
-    ``signals`` is seed 002's object (see :mod:`.focus`: ``query``/``prompt``,
+    ``signals`` is the design's object (see :mod:`.focus`: ``query``/``prompt``,
     ``current_file``, ``task``, ``activity``, ``recent_errors``, any strings).
     Raises :class:`~dexai_memory.errors.InvalidSignals` for signals of the wrong
     shape or a budget under 1; provider errors propagate. See the module

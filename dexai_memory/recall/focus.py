@@ -1,6 +1,6 @@
 """What the agent is focused on, from context assembly's ``signals``: files, task, activity, errors.
 
-``signals`` is a JSON object (seed 002's ``/context/assemble`` body). Keys read
+``signals`` is a JSON object (the ``/context/assemble`` body). Keys read
 here, every one optional:
 
 ==================  ========================================================

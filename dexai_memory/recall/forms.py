@@ -1,4 +1,4 @@
-"""Compression levels of a memory (seed 002): full, summary, compressed, index.
+"""Compression levels of a memory: full, summary, compressed, index.
 
 Every durable memory (and every episode) can be shown at four levels, richest
 first:

@@ -17,7 +17,7 @@ What it keeps, per session:
 - tool statistics (calls by tool, failures: a ``tool_result`` with
   ``is_error``) and token usage (input, cache and output tokens of each
   assistant message, counted once per message id);
-- the session's tasks (seed 004's ``active_tasks``): each item of the latest
+- the session's tasks (the design's ``active_tasks``): each item of the latest
   ``TodoWrite`` list (pending, running for ``in_progress``, completed) and
   each subagent started with the ``Task`` / ``Agent`` tool (running until its
   result comes back, then completed or failed). Task pruning runs on every
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FINISHED_TASK_TTL_MS", "SessionInfo", "SessionStore", "Task", "ToolStats"]
 
-#: How long a finished (completed or failed) task is kept after it finished: 24 hours (seed 004).
+#: How long a finished (completed or failed) task is kept after it finished: 24 hours.
 FINISHED_TASK_TTL_MS = 24 * 3600 * 1000
 #: Task statuses: ``pending`` and ``running`` are kept, the finished ones pruned after the TTL.
 TASK_STATUSES = ("pending", "running", "completed", "failed")

@@ -135,7 +135,7 @@ def m003_vectors_pending() -> str:
 
 @migration
 def m004_contradictions() -> str:
-    """Contradictions between memories (seed 002): a, b, when, how resolved (NULL = open), a note."""
+    """Contradictions between memories: a, b, when, how resolved (NULL = open), a note."""
     return (
         """
         CREATE TABLE contradictions (
