@@ -331,8 +331,8 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             pairs.setdefault(r["pair"], {})[r["arm"]] = r["wait_ms"]
     added = [p["with"] - p["without"] for p in pairs.values() if len(p) == 2]
     hooks: dict[str, list[float]] = {}
-    mcp: dict[str, list[float]] = {}
-    done_at: dict[str, list[float]] = {}  # when each part finished, ms after the spawn
+    mcp: dict[str, list[float | None]] = {}
+    done_at: dict[str, list[float | None]] = {}  # when each part finished, ms after the spawn
     probes_timed_out: dict[str, int] = {}
     for r in by_arm["with"]:
         for h in r.get("hooks", []):
@@ -454,6 +454,8 @@ def measure(args: Any, tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
                         record["daemon_answering_before"] = met_daemon
                     say(_line(record))
                     runs.append(record)
+            if not args.cold:  # a daemon the run's cleanup of leftover processes took down would show here
+                info["daemon_answering_after"] = daemon.answering()
         finally:
             daemon.stop()
     results = summarize(runs)

@@ -29,7 +29,8 @@ def test_one_pair_reaches_the_fake_api(tmp_path: Path, capsys: pytest.CaptureFix
     assert data["benchmark"] == "prompt_wait" and data["schema"] == 1
     params = data["params"]
     assert params["runs"] == 1 and params["cold"] is False and params["busy"] is False
-    assert params["daemon_answering"] is True  # warm: the plugin's daemon answered before the pair
+    # warm: the plugin's daemon answered before the pair and still did after it
+    assert params["daemon_answering"] is True and params["daemon_answering_after"] is True
     assert params["package"].endswith("__init__.py")
     for key, value in data["summary"].items():
         assert value is None or isinstance(value, int | float | str), key
