@@ -1,7 +1,7 @@
 """What a ``claude -p`` prompt waits for because of the plugin: the real CLI, with and without it.
 
-The Claude Code CLI bundled in claude-agent-sdk (``dexai_memory.testing.harness``) runs against
-the local fake Messages API (``dexai_memory.testing.fakeapi``, 127.0.0.1 only), signed in with a
+The Claude Code CLI bundled in claude-agent-sdk (``dexai_memory.demo.claude_cli``) runs against
+the local fake Messages API (``dexai_memory.demo.fakeapi``, 127.0.0.1 only), signed in with a
 token and no API key, with the harness's environment (no telemetry, no autoupdate, no
 nonessential traffic). Prompts of the same shape alternate in one run: with the plugin
 (``--plugin-dir``) and without it (the control), N pairs, the order swapped every other pair
@@ -66,8 +66,8 @@ from benchmarks.common import (
     say,
     write_result,
 )
-from dexai_memory.testing.fakeapi import FakeMessagesAPI, RecordedRequest, last_user_text
-from dexai_memory.testing.harness import build_args, build_env, claude_binary, claude_version
+from dexai_memory.demo.claude_cli import build_args, build_env, claude_binary, claude_version
+from dexai_memory.demo.fakeapi import FakeMessagesAPI, RecordedRequest, last_user_text
 
 NAME = "prompt_wait"
 TARGET_RATIO = 1.10
