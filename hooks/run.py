@@ -3,7 +3,9 @@
 ``run.py <event> [--async]`` (the hook's JSON on stdin), ``run.py mcp`` or ``run.py memory
 ARGS...``: runs :mod:`dexai_memory.hooks.client`, :mod:`dexai_memory.mcp_server` or the
 ``dexai`` CLI as ``python -m`` would, with neither the current directory nor this folder on
-``sys.path`` (a project must not shadow ``dexai_memory``).
+``sys.path`` (a project must not shadow ``dexai_memory``). Started with ``-S`` (the launcher
+does for ``mcp`` and hook events), it runs a lean ``site`` (:func:`lean_site`;
+``DEXAI_HOOK_LEAN=0`` turns that off).
 
 When that Python cannot import dexai-memory, memory is off for now: a hook answers a valid
 no-op (``{}``; nothing for PreCompact) and says why on stderr; SessionStart starts the
@@ -68,13 +70,50 @@ def not_installed(command: str) -> int:
     return 0
 
 
+def lean_site() -> None:
+    """``site`` without other packages' ``.pth`` files and ``sitecustomize`` (the launcher starts
+    Python with ``-S`` for the MCP server and the hook client, which need only the standard
+    library and this package): a CA bundle's or an import hook's ``.pth`` costs tens of
+    milliseconds at every start. Site-packages folders and dexai-memory's own ``.pth`` (an
+    editable install) are kept."""
+    import site
+
+    saved = site.addpackage, site.execsitecustomize, site.execusercustomize
+
+    def ours_only(sitedir: str, name: str, known_paths: set[str] | None) -> set[str] | None:
+        if name.replace("-", "_").startswith(("__editable__.dexai_memory", "dexai_memory")):
+            return saved[0](sitedir, name, known_paths)  # type: ignore[no-any-return]
+        return known_paths
+
+    def skip() -> None:
+        pass
+
+    site.addpackage, site.execsitecustomize, site.execusercustomize = ours_only, skip, skip  # type: ignore[assignment]
+    try:
+        site.main()
+    finally:
+        site.addpackage, site.execsitecustomize, site.execusercustomize = saved  # type: ignore[assignment]
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: run.py <hook event> [--async] | mcp | memory ARGS...", file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
+    lean = bool(sys.flags.no_site) and os.environ.get("DEXAI_HOOK_LEAN", "1") != "0"
+    if lean:
+        lean_site()
+    elif sys.flags.no_site:
+        import site
+
+        site.main()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", HERE)]
     module = MODULES.get(command, "dexai_memory.hooks.client")
+    if not _available(module) and lean:  # only a foreign .pth puts it on the path: the usual start
+        import site
+
+        site.main()
+        sys.path[:] = [p for p in sys.path if p not in ("", ".", HERE)]
     if not _available(module):
         return not_installed(command)
     if command == "memory":
