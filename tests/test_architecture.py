@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the foundation every stage shares
     ("version", "lazy", "data", "args"),
     ("errors",),
-    ("privacy", "tokens", "dates", "triggers", "datadir"),
+    ("text", "triggers", "datadir"),
     ("models",),
     ("limits",),
     ("config",),

@@ -35,7 +35,7 @@ snapshots and transcripts are not compared) with the daemon's classifier when
 the tools run on a daemon (Haiku with a key), else the offline rules;
 the winning decision is applied, and the agent is told what happened: added,
 updated, superseded or already known. Private sections and secrets are removed
-first (:func:`dexai_memory.privacy.redact`); if nothing meaningful is left,
+first (:func:`dexai_memory.text.redaction.redact`); if nothing meaningful is left,
 nothing is stored.
 
 ``forget`` soft-deletes (recoverable with ``dexai memory restore``). By id it
@@ -59,7 +59,7 @@ from ..lifecycle.closing import close, matches, open_commitments, words
 from ..lifecycle.pins import DEFAULT_MAX_PINS
 from ..lifecycle.pins import pin as pin_memory
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
-from ..privacy import REDACTED, redact
+from ..text.redaction import REDACTED, redact
 from ..providers.base import MemoryProvider
 from ..recall.block import neutralise
 from ..recall.ranking import RecalledMemory, recall_block

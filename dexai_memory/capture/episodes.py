@@ -13,7 +13,7 @@ key, the full narrative, and its artifacts:
 * ``errors_fixed``: a ``Bash`` command that failed and later succeeded, with its first
   error line.
 
-Offline rules only (no model). Every string passes :func:`~dexai_memory.privacy.redact`
+Offline rules only (no model). Every string passes :func:`~dexai_memory.text.redaction.redact`
 (commands can carry tokens). The episode's id is derived from the session and the
 stretch's first entry, so a repeated PreCompact of the same stretch, or SessionEnd after
 it, updates the one episode instead of adding another (:func:`store_episode`).
@@ -326,7 +326,7 @@ MIN_DISCUSSION_PROMPTS = 3
 def build_episode(entries: Sequence[Mapping[str, Any]], session_id: str | None) -> Episode | None:
     """The episode of a stretch's transcript ``entries``; None when too little happened in it
     (no artifact and under :data:`MIN_DISCUSSION_PROMPTS` prompts)."""
-    from ..privacy import redact_all
+    from ..text.redaction import redact_all
 
     artifacts, prompts = artifacts_of(entries)
     artifacts, prompts = redact_all(artifacts), redact_all(prompts)

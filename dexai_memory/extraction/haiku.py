@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..dates import format_day, resolve
+from ..text.dates import format_day, resolve
 from ..errors import ExtractionError, InvalidMemory
 from ..models import (
     Commitment,
@@ -30,7 +30,7 @@ from ..models import (
     UpdateAction,
     UpdateDecision,
 )
-from ..privacy import REDACTED, redact
+from ..text.redaction import REDACTED, redact
 from ..supersession.classifier import UpdateClassifier
 from .base import Extractor
 from .model_call import Answer, MalformedAnswer, ModelCall, loads, tool_input

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtractionError
-from ..privacy import redact
+from ..text.redaction import redact
 from .base import Summarizer
 from .haiku import carrier
 from .model_call import MalformedAnswer, ModelCall

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import Memory
-from ..tokens import count_tokens, truncate_to_tokens
+from ..text.tokens import count_tokens, truncate_to_tokens
 from .ranking import _STOP
 
 #: The levels, richest first.

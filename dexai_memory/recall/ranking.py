@@ -62,7 +62,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
-from ..tokens import count_tokens
+from ..text.tokens import count_tokens
 from .block import (
     EMPTY_BLOCK,
     FENCE_TOKENS,

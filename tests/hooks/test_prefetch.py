@@ -24,7 +24,7 @@ from dexai_memory.hooks.actions import register_ipc_ops
 from dexai_memory.hooks.prefetch import branch_of, items_for, prefetch_file
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 from .test_hook_runtime import FORBIDDEN, _DaemonStub, hook
 

@@ -23,7 +23,7 @@ from dexai_memory.recall.ranking import (
     semantic_relevance,
 )
 from dexai_memory.recall.reinjection import l1_block
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 RECENT = ["Let's refactor the parser module today.", "Sure, starting with the tokenizer in parser.py."]
 

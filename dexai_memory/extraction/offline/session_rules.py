@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ...dates import find_dates
+from ...text.dates import find_dates
 from ...models import MemoryType
 from .sentences import upper_first
 
