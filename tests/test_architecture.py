@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the foundation every stage shares
     ("version", "lazy", "data", "args"),
     ("errors",),
-    ("text", "triggers", "datadir"),
+    ("text",),                                                      # words, token counts, dates, redaction
+    ("triggers", "datadir"),
     ("models",),
     ("limits",),
     ("config",),

@@ -59,13 +59,13 @@ from ..lifecycle.closing import close, matches, open_commitments, words
 from ..lifecycle.pins import DEFAULT_MAX_PINS
 from ..lifecycle.pins import pin as pin_memory
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
-from ..text.redaction import REDACTED, redact
 from ..providers.base import MemoryProvider
 from ..recall.block import neutralise
 from ..recall.ranking import RecalledMemory, recall_block
 from ..supersession.classifier import UpdateClassifier
 from ..supersession.decide import apply, decide
 from ..supersession.rules import content_words
+from ..text.redaction import REDACTED, redact
 
 logger = logging.getLogger(__name__)
 

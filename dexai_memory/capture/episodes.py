@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..models import Memory, MemoryType
+from ..text.words import search_terms
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -52,7 +53,6 @@ MAX_COMMAND = 300
 #: ``[main 1a2b3c4] subject`` in ``git commit`` output.
 _COMMIT_OUT = re.compile(r"^\[([^\]\s]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_KEY_WORD = re.compile(r"[a-z0-9]+")
 
 
 class Episode(NamedTuple):
@@ -291,9 +291,7 @@ def forms_of(prompts: Sequence[str], artifacts: Mapping[str, list[Any]]) -> tupl
     if fixed:
         bits.append(f"{len(fixed)} fix{'es' * (len(fixed) != 1)}")
     compressed = " | ".join(bits)
-    from ..providers.native.schema import STOPWORDS
-
-    words = [w for w in _KEY_WORD.findall(title.lower()) if len(w) > 2 and w not in STOPWORDS][:4]
+    words = [w for w in search_terms(title, joiners="") if len(w) > 2][:4]
     if files:
         words.append(os.path.splitext(os.path.basename(files[0]))[0].lower())
     index = " ".join(dict.fromkeys(words)) or "session"  # spaced like every index key: recall finds it

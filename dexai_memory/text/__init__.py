@@ -50,9 +50,25 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from .dates import ResolvedDate, find_dates, format_day, is_future, parse_locomo_timestamp, resolve, rewrite_dates
+    from .dates import (
+        ResolvedDate,
+        find_dates,
+        format_day,
+        is_future,
+        parse_locomo_timestamp,
+        resolve,
+        rewrite_dates,
+    )
     from .redaction import REDACTED, clean, contains_secret, redact, redact_all
     from .tokens import count_tokens, truncate_to_tokens
-    from .words import JOINERS, REQUEST_WORDS, STOP_WORDS, content_words, normalize, search_terms, words
+    from .words import (
+        JOINERS,
+        REQUEST_WORDS,
+        STOP_WORDS,
+        content_words,
+        normalize,
+        search_terms,
+        words,
+    )
 
 __getattr__ = lazy_exports(__name__, _LAZY)
