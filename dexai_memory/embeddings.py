@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import EmbeddingError, MissingExtra
-from .text.words import words as text_words
+from .text.words import split_words
 
 if TYPE_CHECKING:
     from .config import EmbeddingConfig
@@ -489,7 +489,7 @@ class HashingEmbedder(Embedder):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            words = text_words(text, joiners="")
+            words = split_words(text, joiners="")
             for feat in words + [a + " " + b for a, b in zip(words, words[1:], strict=False)]:
                 digest = hashlib.blake2b(feat.encode(), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")

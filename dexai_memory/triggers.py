@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .text.words import words
+from .text.words import split_words
 
 #: Characters of a user message that are scanned (long pastes are mostly data).
 MAX_SCAN_CHARS = 4000
@@ -108,7 +108,7 @@ def _might_trigger(text: str) -> bool:
     lowered = text[:MAX_SCAN_CHARS].lower().replace("\u2019", "'")
     if any(p in lowered for p in _KEY_PHRASES):
         return True
-    return not _KEYWORDS.isdisjoint(words(lowered, joiners="'"))
+    return not _KEYWORDS.isdisjoint(split_words(lowered, joiners="'"))
 
 
 @functools.cache

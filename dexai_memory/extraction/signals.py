@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..config import DEFAULT_GATE_THRESHOLD
-from ..text.words import words
+from ..text.words import split_words
 
 __all__ = [
     "NOVELTY_MIN_SCORE", "WEIGHTS", "GateResult", "NerFunc", "SignalScorer", "is_filler", "regex_entities",
@@ -388,7 +388,7 @@ class SignalScorer:
             return GateResult(0.0, False, {})
         signals: dict[str, float] = {}
         low = text.lower().replace("’", "'")
-        tokens = {w for w in words(low, joiners="'-") if w[0].isalpha()}
+        tokens = {w for w in split_words(low, joiners="'-") if w[0].isalpha()}
         for name, pattern in _SIGNALS.items():
             if name == "technical":
                 if not _TECHNICAL_HINT.search(low):

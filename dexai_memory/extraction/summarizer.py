@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtractionError
 from ..text.redaction import redact
-from ..text.words import words
+from ..text.words import split_words
 from .base import Summarizer
 from .haiku import carrier
 from .model_call import MalformedAnswer, ModelCall
@@ -30,7 +30,7 @@ _SPACES = re.compile(r"\s+")
 
 def _words(text: str) -> set[str]:
     """The words of ``text`` of 3+ characters, compounds split ("follow-up": "follow", "up")."""
-    return {w for w in words(text, joiners="'") if len(w) > 2}
+    return {w for w in split_words(text, joiners="'") if len(w) > 2}
 
 
 class OfflineSummarizer(Summarizer):

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..commitments import commitment_store
 from ..errors import InvalidMemory
 from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, Turn, as_utc, utcnow
-from ..text.words import STOP_WORDS
-from ..text.words import words as text_words
+from ..text.words import STOP_WORDS, split_words
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -95,7 +94,7 @@ def _base(word: str) -> str:
 
 def words(text: str) -> set[str]:
     """Content words of ``text`` in base form."""
-    return {_base(w) for w in text_words(text) if w not in _STOP and len(w) > 1} - _STOP
+    return {_base(w) for w in split_words(text) if w not in _STOP and len(w) > 1} - _STOP
 
 
 def completed_verb(sentence: str) -> str | None:

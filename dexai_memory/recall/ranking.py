@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
 from ..text.tokens import count_tokens
-from ..text.words import REQUEST_WORDS, STOP_WORDS, content_words, words
+from ..text.words import REQUEST_WORDS, STOP_WORDS, content_words, split_words
 from .block import (
     EMPTY_BLOCK,
     FENCE_TOKENS,
@@ -176,7 +176,7 @@ def needs_recall(prompt: str, recent: Sequence[str], *, skip_on_continuation: bo
     if _PERSONAL.search(prompt):
         return True, "personal reference"
     window = " ".join(recent[-3:])
-    if entities(prompt) - entities(window) - set(words(window)):
+    if entities(prompt) - entities(window) - set(split_words(window)):
         return True, "new entity"
     terms = content_terms(prompt)
     if len(terms) >= 3:
@@ -268,7 +268,7 @@ class RecallResult:
 
 
 def _norm(text: str) -> str:
-    return " ".join(words(text))
+    return " ".join(split_words(text))
 
 
 class VisibleContext:

@@ -89,7 +89,7 @@ import re
 from collections.abc import Sequence, Set
 
 from ..models import Memory, UpdateAction, UpdateDecision
-from ..text.words import words as text_words
+from ..text.words import split_words
 from .classifier import UpdateClassifier
 
 #: Words two statements are compared on: contractions kept, compounds split ("co-founder": "co",
@@ -151,7 +151,7 @@ _RESCHEDULED = re.compile(
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words of ``text`` without filler words."""
-    return {w for w in text_words(text, _JOINERS) if w not in _FILLER}
+    return {w for w in split_words(text, _JOINERS) if w not in _FILLER}
 
 
 def jaccard(a: Set[str], b: Set[str]) -> float:
@@ -175,7 +175,7 @@ def comparable(text: str) -> str:
 def statement_words(text: str) -> set[str]:
     """The normalised content words the offline classifier compares: filler and reporting words
     ("said", "mentioned") removed, possessives and plurals folded."""
-    folded = {_fold(w) for w in text_words(comparable(text), _JOINERS)}
+    folded = {_fold(w) for w in split_words(comparable(text), _JOINERS)}
     return {w for w in folded if w and w not in _FILLER and w not in _SOFT}
 
 
@@ -233,7 +233,7 @@ def subject_attribute(text: str) -> tuple[str, str, str] | None:
 
 def value_words(value: str) -> set[str]:
     """Content words of an attribute value (function words and quantifiers removed)."""
-    return {w for w in text_words(value, _JOINERS) if w not in _VALUE_FILLER}
+    return {w for w in split_words(value, _JOINERS) if w not in _VALUE_FILLER}
 
 
 def same_slot(attribute: str, old_value: str, new_value: str) -> bool:

@@ -1,6 +1,6 @@
 """Text handling shared by every stage: words and stop words, token counts, dates, redaction.
 
-* :mod:`~dexai_memory.text.words`: the one tokenizer (:func:`words`) and the one
+* :mod:`~dexai_memory.text.words`: the one tokenizer (:func:`split_words`) and the one
   stop list (:data:`STOP_WORDS`);
 * :mod:`~dexai_memory.text.tokens`: the token estimate every budget uses;
 * :mod:`~dexai_memory.text.dates`: relative dates resolved against a turn's time;
@@ -36,13 +36,13 @@ __all__ = [
     "resolve",
     "rewrite_dates",
     "search_terms",
+    "split_words",
     "truncate_to_tokens",
-    "words",
 ]
 
 _LAZY = {
     **dict.fromkeys(("JOINERS", "REQUEST_WORDS", "STOP_WORDS", "content_words", "normalize", "search_terms",
-                     "words"), "words"),
+                     "split_words"), "words"),
     **dict.fromkeys(("count_tokens", "truncate_to_tokens"), "tokens"),
     **dict.fromkeys(("ResolvedDate", "find_dates", "format_day", "is_future", "parse_locomo_timestamp", "resolve",
                      "rewrite_dates"), "dates"),
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
         content_words,
         normalize,
         search_terms,
-        words,
+        split_words,
     )
 
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -1,6 +1,6 @@
 """Words: the one tokenizer and the one stop list of dexai-memory.
 
-What a word is (:func:`words`):
+What a word is (:func:`split_words`):
 
 * a run of Unicode letters and digits: ``"Café Zürich 2024"`` gives ``café``,
   ``zürich``, ``2024`` (never ``caf``, ``rich``);
@@ -38,7 +38,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["JOINERS", "REQUEST_WORDS", "STOP_WORDS", "content_words", "normalize", "search_terms", "words"]
+__all__ = ["JOINERS", "REQUEST_WORDS", "STOP_WORDS", "content_words", "normalize", "search_terms", "split_words"]
 
 #: The characters that join two runs of letters and digits into one word (see the module docstring).
 JOINERS = "'-_"
@@ -80,7 +80,7 @@ def _word_re(joiners: str) -> re.Pattern[str]:
     return re.compile(rf"{_LETTERS}(?:[{re.escape(joiners)}]{_LETTERS})*")
 
 
-def words(text: str, joiners: str = JOINERS) -> list[str]:
+def split_words(text: str, joiners: str = JOINERS) -> list[str]:
     """The words of ``text``, normalised (:func:`normalize`), in order, repeats kept.
 
     ``joiners``: the characters that keep two runs of letters and digits one word
@@ -89,9 +89,9 @@ def words(text: str, joiners: str = JOINERS) -> list[str]:
 
 
 def content_words(text: str, stop: frozenset[str] = STOP_WORDS, joiners: str = JOINERS) -> list[str]:
-    """The :func:`words` of ``text`` that are not in ``stop`` and have 2+ characters or are a
+    """The :func:`split_words` of ``text`` that are not in ``stop`` and have 2+ characters or are a
     number, in order, repeats kept."""
-    return [w for w in words(text, joiners) if w not in stop and (len(w) > 1 or w.isdigit())]
+    return [w for w in split_words(text, joiners) if w not in stop and (len(w) > 1 or w.isdigit())]
 
 
 def search_terms(text: str, max_terms: int = 32, *, joiners: str = "_") -> list[str]:
@@ -104,7 +104,7 @@ def search_terms(text: str, max_terms: int = 32, *, joiners: str = "_") -> list[
     splitters = "".join(c for c in JOINERS if c not in joiners)
     split = re.compile(f"[{re.escape(splitters)}]") if splitters else None
     out: dict[str, None] = {}
-    for word in words(text, JOINERS):
+    for word in split_words(text, JOINERS):
         if word in STOP_WORDS:
             continue
         for part in split.split(word) if split else (word,):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...text.words import STOP_WORDS, words
+from ...text.words import STOP_WORDS, split_words
 
 _ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|Mt|No)\.$", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\s*\n+\s*")
@@ -100,7 +100,7 @@ def upper_first(text: str) -> str:
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that carry content: 3+ characters, starting with a letter, not a stop
     word or chit-chat."""
-    return [w for w in words(text, joiners="'-") if len(w) > 2 and w[0].isalpha() and w not in _STOP]
+    return [w for w in split_words(text, joiners="'-") if len(w) > 2 and w[0].isalpha() and w not in _STOP]
 
 
 def lower_first(text: str, names: Sequence[str], source: str) -> str:
