@@ -44,7 +44,7 @@ nothing, so outside hits can only come from messages kept verbatim).
 
 Reported per round and arm: survival of all planted facts and of the facts
 that must rank high (preferences, warnings and decisions), the injected blocks' tokens
-(:func:`dexai_memory.tokens.count_tokens`; the largest single block and the
+(:func:`dexai_memory.text.tokens.count_tokens`; the largest single block and the
 sum of the blocks of that request) and the round's wall time. For every fact
 missing in the *with* arm, a diagnosis says which part of the pipeline lost
 it (capture, profile/commitment eligibility, section budget, relevance).
@@ -82,7 +82,7 @@ from dexai_memory.demo.fakeapi import (
     text_of,
 )
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 NAME = "compaction"
 USER = "bench"

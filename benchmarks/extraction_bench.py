@@ -50,7 +50,7 @@ from dexai_memory.config import DEFAULT_GATE_THRESHOLD
 from dexai_memory.errors import ExtractionError
 from dexai_memory.extraction.base import Extractor
 from dexai_memory.models import ExtractedNote, Turn
-from dexai_memory.privacy import redact
+from dexai_memory.text.redaction import redact
 
 NAME = "extraction_bench"
 CORPUS = BENCH_DIR / "data" / "extraction_corpus.jsonl"

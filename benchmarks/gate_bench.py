@@ -35,9 +35,9 @@ from benchmarks.common import (
 )
 from dexai_memory.capture.gate import Gate
 from dexai_memory.config import DEFAULT_GATE_THRESHOLD
-from dexai_memory.dates import parse_locomo_timestamp
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import Turn
+from dexai_memory.text.dates import parse_locomo_timestamp
 
 NAME = "gate"
 RECENT = 6

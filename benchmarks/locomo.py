@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import LOCOMO_PATH
-from dexai_memory.dates import parse_locomo_timestamp
 from dexai_memory.models import Turn
+from dexai_memory.text.dates import parse_locomo_timestamp
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 

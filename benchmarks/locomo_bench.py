@@ -3,7 +3,7 @@
 For each conversation of the development split (one user scope each) and each
 question of categories 1-4, a method returns the block it would inject (at
 most ``--budget`` tokens, 800 by default, counted with
-:func:`dexai_memory.tokens.count_tokens`) and the turn ids (``dia_id``) behind
+:func:`dexai_memory.text.tokens.count_tokens`) and the turn ids (``dia_id``) behind
 it. Metrics, overall and per category:
 
 * evidence recall: ``|gold found| / |gold|`` averaged over questions;
@@ -68,7 +68,7 @@ from benchmarks.common import (
 from dexai_memory.embeddings import Embedder, OnnxMiniLMEmbedder, StaticMiniLMEmbedder
 from dexai_memory.models import Memory, MemoryType, Turn
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 NAME = "locomo_bench"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

@@ -61,7 +61,7 @@ from dexai_memory.providers.native import NativeProvider
 from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.recall.prefetch import prefetch
 from dexai_memory.recall.source import RecallSource, run_now
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 NAME = "prefetch_bench"
 CORPUS = Path(__file__).resolve().parent / "data" / "prefetch_corpus.json"

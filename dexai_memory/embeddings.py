@@ -32,7 +32,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import EmbeddingError, MissingExtra
+from .text.words import split_words
 
 if TYPE_CHECKING:
     from .config import EmbeddingConfig
@@ -479,9 +479,6 @@ class BulkMiniLMEmbedder(OnnxMiniLMEmbedder):
         super()._load()
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-
 class HashingEmbedder(Embedder):
     """Deterministic feature hashing of words and word bigrams. Not semantic."""
 
@@ -492,7 +489,7 @@ class HashingEmbedder(Embedder):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            words = _WORD.findall(text.lower())
+            words = split_words(text, joiners="")
             for feat in words + [a + " " + b for a, b in zip(words, words[1:], strict=False)]:
                 digest = hashlib.blake2b(feat.encode(), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")

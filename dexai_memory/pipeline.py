@@ -1,7 +1,7 @@
 """The warm path, in one direction: turn -> redaction -> gate -> queue -> extractor
 -> supersession -> provider.
 
-* :meth:`Pipeline.admit` redacts a turn (:mod:`dexai_memory.privacy`) and
+* :meth:`Pipeline.admit` redacts a turn (:mod:`dexai_memory.text.redaction`) and
   scores it with the gate; the daemon queues the turns that pass.
 * :meth:`Pipeline.handle` is the queue's job handler: it extracts notes from
   a batch of turns and stores each note through supersession.

@@ -44,6 +44,8 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from .text.words import split_words
+
 #: Characters of a user message that are scanned (long pastes are mostly data).
 MAX_SCAN_CHARS = 4000
 #: A kind of hint is not repeated within this many user prompts.
@@ -106,7 +108,7 @@ def _might_trigger(text: str) -> bool:
     lowered = text[:MAX_SCAN_CHARS].lower().replace("\u2019", "'")
     if any(p in lowered for p in _KEY_PHRASES):
         return True
-    return not _KEYWORDS.isdisjoint(re.findall(r"[a-z']+", lowered))
+    return not _KEYWORDS.isdisjoint(split_words(lowered, joiners="'"))
 
 
 @functools.cache

@@ -32,7 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the foundation every stage shares
     ("version", "lazy", "data", "args"),
     ("errors",),
-    ("privacy", "tokens", "dates", "triggers", "datadir"),
+    ("text",),                                                      # words, token counts, dates, redaction
+    ("triggers", "datadir"),
     ("models",),
     ("limits",),
     ("config",),

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from dexai_memory.dates import find_dates, parse_locomo_timestamp, resolve, rewrite_dates
+from dexai_memory.text.dates import find_dates, parse_locomo_timestamp, resolve, rewrite_dates
 
 ANCHOR = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 

@@ -8,7 +8,7 @@ import pytest
 
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import Turn
-from dexai_memory.privacy import REDACTED, contains_secret, redact
+from dexai_memory.text.redaction import REDACTED, contains_secret, redact
 
 SECRETS = [
     pytest.param("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", id="anthropic"),

@@ -37,7 +37,7 @@ compared) with the daemon's classifier when the tools run on a daemon (Haiku
 with a key), else the offline rules; the winning decision is applied, and the
 agent is told what happened: added, updated, superseded or already known. In
 the daemon the caller holds ``daemon.write_lock`` around it (one writer). Private sections and secrets are removed
-first (:func:`dexai_memory.privacy.redact`); if nothing meaningful is left,
+first (:func:`dexai_memory.text.redaction.redact`); if nothing meaningful is left,
 nothing is stored.
 
 ``forget`` soft-deletes (recoverable with ``dexai memory restore``). By id it
@@ -61,13 +61,13 @@ from ..lifecycle.closing import close, matches, open_commitments, words
 from ..lifecycle.pins import DEFAULT_MAX_PINS
 from ..lifecycle.pins import pin as pin_memory
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
-from ..privacy import REDACTED, redact
 from ..providers.base import MemoryProvider
 from ..recall.block import neutralise
 from ..recall.ranking import RecalledMemory, recall_block
 from ..supersession.classifier import UpdateClassifier
 from ..supersession.rules import content_words
 from ..supersession.store import store_statement
+from ..text.redaction import REDACTED, redact
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@
 1. **redact** (:func:`redact_turn`, :func:`redact_context`): the turn's text,
    the image captions in its metadata (``caption``, ``blip_caption``) and the
    recent turns given as context lose their ``<private>`` sections and
-   secrets (:func:`dexai_memory.privacy.redact`); a turn with nothing left is
+   secrets (:func:`dexai_memory.text.redaction.redact`); a turn with nothing left is
    dropped;
 2. **gate** (:class:`~dexai_memory.capture.gate.Gate`): the *redacted* text is
    scored against the *redacted* context, so the gate never sees, and a
@@ -65,7 +65,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..models import Turn
-from ..privacy import redact
+from ..text.redaction import redact
 from .gate import Gate, GateResult
 
 __all__ = ["CAPTION_KEYS", "Admission", "admit", "redact_context", "redact_turn"]

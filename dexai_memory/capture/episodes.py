@@ -13,7 +13,7 @@ key, the full narrative, and its artifacts:
 * ``errors_fixed``: a ``Bash`` command that failed and later succeeded, with its first
   error line.
 
-Offline rules only (no model). Every string passes :func:`~dexai_memory.privacy.redact`
+Offline rules only (no model). Every string passes :func:`~dexai_memory.text.redaction.redact`
 (commands can carry tokens). The episode's id is derived from the session and the
 stretch's first entry, so a repeated PreCompact of the same stretch, or SessionEnd after
 it, updates the one episode instead of adding another (:func:`store_episode`).
@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..models import Memory, MemoryType
+from ..text.words import search_terms
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -52,7 +53,6 @@ MAX_COMMAND = 300
 #: ``[main 1a2b3c4] subject`` in ``git commit`` output.
 _COMMIT_OUT = re.compile(r"^\[([^\]\s]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_KEY_WORD = re.compile(r"[a-z0-9]+")
 
 
 class Episode(NamedTuple):
@@ -291,9 +291,7 @@ def forms_of(prompts: Sequence[str], artifacts: Mapping[str, list[Any]]) -> tupl
     if fixed:
         bits.append(f"{len(fixed)} fix{'es' * (len(fixed) != 1)}")
     compressed = " | ".join(bits)
-    from ..providers.native.schema import STOPWORDS
-
-    words = [w for w in _KEY_WORD.findall(title.lower()) if len(w) > 2 and w not in STOPWORDS][:4]
+    words = [w for w in search_terms(title, joiners="") if len(w) > 2][:4]
     if files:
         words.append(os.path.splitext(os.path.basename(files[0]))[0].lower())
     index = " ".join(dict.fromkeys(words)) or "session"  # spaced like every index key: recall finds it
@@ -326,7 +324,7 @@ MIN_DISCUSSION_PROMPTS = 3
 def build_episode(entries: Sequence[Mapping[str, Any]], session_id: str | None) -> Episode | None:
     """The episode of a stretch's transcript ``entries``; None when too little happened in it
     (no artifact and under :data:`MIN_DISCUSSION_PROMPTS` prompts)."""
-    from ..privacy import redact_all
+    from ..text.redaction import redact_all
 
     artifacts, prompts = artifacts_of(entries)
     artifacts, prompts = redact_all(artifacts), redact_all(prompts)

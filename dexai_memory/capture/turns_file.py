@@ -23,7 +23,7 @@ def read_turns_jsonl(path: str | Path, *, user_id: str, session_id: str | None =
     skipped; anything else that is not a valid turn raises
     :class:`InvalidMemory` naming the file and line number.
     """
-    from ..dates import parse_locomo_timestamp
+    from ..text.dates import parse_locomo_timestamp
 
     path = Path(path)
     try:

@@ -369,8 +369,8 @@ def recent_texts(payload: dict[str, Any], n: int = RECENT_MESSAGES) -> list[str]
 
 def redact_for_state(value: Any) -> Any:
     """``value`` fit for a hook state file (session state, compaction marker, transcript backup):
-    :func:`~dexai_memory.privacy.redact_all` (``<private>`` text and secrets never reach our files)."""
-    from ..privacy import redact_all
+    :func:`~dexai_memory.text.redaction.redact_all` (``<private>`` text and secrets never reach our files)."""
+    from ..text.redaction import redact_all
 
     return redact_all(value)
 

@@ -31,7 +31,7 @@ class Extractor(abc.ABC):
         """Notes found in ``turns`` (``context``: earlier turns, oldest first, for reference only).
 
         Every note's ``source_ids`` name the turns it came from. Text is
-        redacted (:func:`dexai_memory.privacy.redact`) before it is stored or
+        redacted (:func:`dexai_memory.text.redaction.redact`) before it is stored or
         sent anywhere. Returns [] when there is nothing worth keeping; raises
         :class:`~dexai_memory.errors.ExtractionError` when extraction failed
         (the queue keeps the job as a dead letter).

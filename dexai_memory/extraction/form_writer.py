@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtractionError, ModelUnavailable
-from ..privacy import redact
 from ..recall.forms import BY_MODEL, BY_RULES, build_forms, checked_forms
-from ..tokens import truncate_to_tokens
+from ..text.redaction import redact
+from ..text.tokens import truncate_to_tokens
 from .base import FormWriter, WrittenForms
 from .haiku import carrier
 from .model_call import MalformedAnswer, ModelCall

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..dates import format_day, resolve
 from ..errors import ExtractionError, InvalidMemory
 from ..models import (
     Commitment,
@@ -30,8 +29,9 @@ from ..models import (
     UpdateAction,
     UpdateDecision,
 )
-from ..privacy import REDACTED, redact
 from ..supersession.classifier import UpdateClassifier
+from ..text.dates import format_day, resolve
+from ..text.redaction import REDACTED, redact
 from .base import Extractor
 from .model_call import Answer, MalformedAnswer, ModelCall, loads, tool_input
 from .usage import Usage

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..config import DEFAULT_GATE_THRESHOLD
+from ..text.words import split_words
 
 __all__ = [
     "NOVELTY_MIN_SCORE", "WEIGHTS", "GateResult", "NerFunc", "SignalScorer", "is_filler", "regex_entities",
@@ -279,7 +280,6 @@ _TRIGGERS: dict[str, frozenset[str]] = {
 #: The technical signal's cues are not words: its regex runs when the text holds a backtick, a slash,
 #: a digit or a dot inside a word.
 _TECHNICAL_HINT = re.compile(r"[`/\d]|\.\w")
-_TOKEN = re.compile(r"[a-z][a-z'\-]*")
 _DIGIT = re.compile(r"\d")
 
 
@@ -388,7 +388,7 @@ class SignalScorer:
             return GateResult(0.0, False, {})
         signals: dict[str, float] = {}
         low = text.lower().replace("’", "'")
-        tokens = set(_TOKEN.findall(low))
+        tokens = {w for w in split_words(low, joiners="'-") if w[0].isalpha()}
         for name, pattern in _SIGNALS.items():
             if name == "technical":
                 if not _TECHNICAL_HINT.search(low):

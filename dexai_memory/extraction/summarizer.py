@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtractionError
-from ..privacy import redact
+from ..text.redaction import redact
+from ..text.words import split_words
 from .base import Summarizer
 from .haiku import carrier
 from .model_call import MalformedAnswer, ModelCall
@@ -27,11 +28,9 @@ _SPACES = re.compile(r"\s+")
 # --------------------------------------------------------------------------- offline summary
 
 
-_WORD = re.compile(r"[a-z0-9']+")
-
-
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+    """The words of ``text`` of 3+ characters, compounds split ("follow-up": "follow", "up")."""
+    return {w for w in split_words(text, joiners="'") if len(w) > 2}
 
 
 class OfflineSummarizer(Summarizer):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidMemory
 from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, Turn, as_utc, utcnow
+from ..text.words import STOP_WORDS, split_words
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -52,11 +53,11 @@ _IRREGULAR = {
     "renewed": "renew", "fixed": "fix", "filed": "file", "signed": "sign", "reviewed": "review",
     "updated": "update", "uploaded": "upload", "replied": "reply", "prepared": "prepare", "scheduled": "schedule",
 }
-_STOP = frozenset("""a an the to for of on in at by with and or but my our your his her their its this that these
-those it i we you he she they me us them user user's team team's will would shall should must need needs have
-has had be been is are was were am do does did done just already finally also today tomorrow yesterday now then
-about over up out off into from so very really all some any""".split())
-_WORD = re.compile(r"[a-z0-9][a-z0-9'_-]*")
+#: The framing of a commitment and of its report ("the team will need to ... tomorrow", "I've finally
+#: done ..."), on top of the one stop list: words both may or may not say about the same action.
+_FRAMING = frozenset("already done finally must need needs shall team team's today tomorrow yesterday us user "
+                     "user's".split())
+_STOP = STOP_WORDS | _FRAMING
 _COMPLETED = re.compile(
     r"\b(?:i|we)(?:'ve|\s+have|\s+had)?(?:\s+(?:just|already|finally|now|also))*\s+(?P<verb>[a-z]+(?:ed)?)\b"
     r"|\b(?:is|are|was|were)\s+(?:all\s+)?(?:done|finished|sent|submitted|complete|completed|booked|paid)\b"
@@ -91,7 +92,7 @@ def _base(word: str) -> str:
 
 def words(text: str) -> set[str]:
     """Content words of ``text`` in base form."""
-    return {_base(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1} - _STOP
+    return {_base(w) for w in split_words(text) if w not in _STOP and len(w) > 1} - _STOP
 
 
 def completed_verb(sentence: str) -> str | None:

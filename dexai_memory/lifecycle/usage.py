@@ -24,17 +24,20 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemoryNotFound
 from ..models import Memory, MemoryEvent, utcnow
+from ..text.words import REQUEST_WORDS, STOP_WORDS, normalize
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:-]*[A-Za-z0-9]|\d")
-_COMMON = frozenset("""the and for with that this from have has had was were are you your our their they them
-will would should could about into over under after before than then when what which who whom whose where
-while there here these those just also very really user users user's team team's prefers prefer always never
-make sure before every each some such only other more most much many like want need uses using used""".split())
+#: Words as written with their paths, versions and dotted names whole (``src/app.py``, ``v1.2``): a
+#: reply that repeats a memory's path uses it, one that says "app" and "py" apart may not.
+_TOKEN = re.compile(r"[^\W_][\w./:-]*[^\W_]|\d")
+#: Words every memory and reply may hold, on top of the one stop list and the request words: the
+#: framing of a note ("the team prefers ..., always ...").
+_COMMON = STOP_WORDS | REQUEST_WORDS | frozenset(
+    "whose users team team's prefers prefer always never sure every much many uses using used".split())
 #: Most injected memories compared with one reply.
 MAX_COMPARED = 200
 
@@ -44,7 +47,7 @@ def distinctive(text: str) -> set[str]:
     path or dot, without common words."""
     out = set()
     for token in _TOKEN.findall(text):
-        word = token.lower().rstrip(".:")
+        word = normalize(token).rstrip(".:")
         if word in _COMMON:
             continue
         if len(word) >= 4 or any(c.isdigit() for c in word) or "/" in word:

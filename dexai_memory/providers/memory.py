@@ -20,7 +20,6 @@ from __future__ import annotations
 import builtins
 import copy
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidMemory, MemoryNotFound
@@ -32,20 +31,17 @@ from ..models import (
     SearchResult,
     utcnow,
 )
+from ..text.words import content_words
 from .base import UPDATABLE_FIELDS, MemoryProvider
 from .capabilities import ProviderCapabilities
-from .native.schema import SEARCH_EXCLUDED_TYPES, STOPWORDS
+from .native.schema import SEARCH_EXCLUDED_TYPES
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
 def terms(text: str) -> set[str]:
-    """The content words of ``text``, lower-cased, stop words and single letters left out."""
-    return {w for w in (m.lower() for m in _WORD.findall(text))
-            if w not in STOPWORDS and (len(w) > 1 or w.isdigit())}
+    """The content words of ``text`` (:func:`dexai_memory.text.words.content_words`)."""
+    return set(content_words(text))
 
 
 def passes(m: Memory, user_id: str, f: SearchFilters, *, for_search: bool = False) -> bool:

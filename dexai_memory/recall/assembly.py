@@ -48,7 +48,7 @@ that fits nowhere is still indexed in tier 4 when room is left.
 
 **Never twice, always within budget.** A memory placed in one tier is not a
 candidate for the later ones (a contradiction's two memories count as
-placed). ``token_count`` is :func:`~dexai_memory.tokens.count_tokens` of the
+placed). ``token_count`` is :func:`~dexai_memory.text.tokens.count_tokens` of the
 whole context and never exceeds the budget; the tier counts are those of each
 tier's lines (title included), so ``token_count`` = the fence's tokens + the
 tiers' sum. A budget too small for the fence, or nothing to say, gives
@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidSignals
 from ..lifecycle.contradictions import conflicts
 from ..models import Memory, MemoryType, SearchFilters, is_tool_origin
-from ..tokens import count_tokens
+from ..text.tokens import count_tokens
 from .block import (
     FENCE_CLOSE,
     FENCE_OPEN,

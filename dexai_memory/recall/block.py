@@ -21,7 +21,7 @@ page or file a tool returned) never enter the always-on parts (Profile,
 Coming up) unless the user confirmed them (:func:`always_on`); they may come
 back by relevance, marked "(from tool output ...)" (:func:`display_text`). Every block stays under
 :data:`MAX_INJECTION_CHARS` (Claude Code caps hook output at 10,000 characters).
-Token counts use :func:`dexai_memory.tokens.count_tokens` (the one counter).
+Token counts use :func:`dexai_memory.text.tokens.count_tokens` (the one counter).
 
 This module is stdlib-only (models + tokens): the command-hook fast path
 (:mod:`dexai_memory.hooks.client`) renders blocks with it without loading numpy
@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..models import Memory, MemoryType, SearchFilters, Tier, as_utc, is_tool_origin, utcnow
-from ..tokens import count_tokens, truncate_to_tokens
+from ..text.tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from ..config import L1BlockConfig

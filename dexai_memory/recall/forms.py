@@ -50,8 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import Memory
-from ..tokens import count_tokens, truncate_to_tokens
-from .ranking import _STOP
+from ..text.tokens import count_tokens, truncate_to_tokens
+from ..text.words import REQUEST_WORDS, STOP_WORDS, normalize
 
 #: The levels, richest first.
 LEVELS = ("full", "summary", "compressed", "index")
@@ -76,7 +76,13 @@ BY_RULES = "rules"
 FORMS_ASKED_KEY = "forms_asked"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:#@+-]*[A-Za-z0-9]|[A-Za-z0-9]|[→<>=]+")
+#: The tokens a form is written from, spelled as in the text: words (Unicode letters and digits, with
+#: the inner apostrophes, paths, dots and symbols of ``don't``, ``src/app.py``, ``v1.2``, ``a@b.io``) and
+#: arrows. Which of them are stop words is decided on their :func:`~dexai_memory.text.words.normalize`
+#: form against the one stop list.
+_TOKEN = re.compile(r"[^\W_][\w'’./:#@+-]*[^\W_]|[^\W_]|[→<>=]+")
+#: The recall stop words (:mod:`dexai_memory.recall.ranking`'s).
+_STOP = STOP_WORDS | REQUEST_WORDS
 #: Words a telegraphic form does without, on top of the recall stop words.
 _FILLER = frozenset(
     """decided decide decision chose choose chosen using uses used use going go prefer prefers preferred
@@ -119,7 +125,7 @@ def compress(text: str, max_words: int = COMPRESSED_WORDS) -> str:
     out: list[str] = []
     seen: set[str] = set()
     for word in _words(text):
-        low = word.lower()
+        low = normalize(word)
         if low in seen:
             continue
         if low not in _KEEP and (low in _STOP or low in _FILLER or (len(low) < 2 and not low.isdigit())):
@@ -139,7 +145,7 @@ def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
     candidates: list[tuple[int, str]] = []
     seen: set[str] = set()
     for pos, word in enumerate(_words(text)):
-        low = word.lower().strip("./:#@+-")
+        low = normalize(word).strip("./:#@+-")
         if not low or low in seen or low in _STOP or low in _INDEX_SKIP or len(low) < 2:
             continue
         seen.add(low)
@@ -151,9 +157,9 @@ def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
     chosen = sorted((keyed + rest)[:max_words])
     parts = []
     for _, word in chosen:
-        low = word.lower().strip("./:#@+-")
+        low = normalize(word).strip("./:#@+-")
         low = low.rsplit("/", 1)[-1]  # a path: its file name
-        parts.append(re.sub(r"[^a-z0-9_.-]+", "_", low)[:24].strip("_"))  # names keep their hyphens
+        parts.append(re.sub(r"[^\w.-]+", "_", low)[:24].strip("_"))  # names keep their hyphens
     return " ".join(p for p in parts if p) or "memory"
 
 
@@ -247,9 +253,9 @@ def wants_model_forms(m: Memory) -> bool:
 
 
 def _index_word(word: str) -> str:
-    low = word.lower().strip("./:#@+-,;\"'()[]")
+    low = normalize(word).strip("./:#@+-,;\"'()[]")
     low = low.rsplit("/", 1)[-1]
-    return re.sub(r"[^a-z0-9_.-]+", "_", low)[:24].strip("_")
+    return re.sub(r"[^\w.-]+", "_", low)[:24].strip("_")
 
 
 def checked_forms(content: str, value: Any) -> dict[str, str] | None:

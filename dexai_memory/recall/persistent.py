@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..models import Memory, MemoryType, SearchFilters
-from ..tokens import count_tokens
+from ..text.tokens import count_tokens
 from .block import BlockItem, always_on, display_text
 
 if TYPE_CHECKING:

@@ -62,7 +62,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
-from ..tokens import count_tokens
+from ..text.tokens import count_tokens
+from ..text.words import REQUEST_WORDS, STOP_WORDS, content_words, split_words
 from .block import (
     EMPTY_BLOCK,
     FENCE_TOKENS,
@@ -96,18 +97,9 @@ BUDGET_WEIGHTS = (0.30, 0.70, 0.0, 0.0)
 BUDGET_TYPES = tuple(t for t in MemoryType if t is not MemoryType.SNAPSHOT)
 RECENCY_HALF_DAYS = 30.0
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'-]*")
-_STOP = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t don ll ve re m d also get got like really yeah oh ok okay hey hi please
-    thanks thank let lets let's tell know want need make use user user's i'm i've i'd it's that's what's
-    can't don't didn't doesn't isn't""".split()
-)
+#: The words ranking ignores: the one stop list and the words of a request ("please tell me what I
+#: need") and of a note's framing ("The user wants ..."), see :data:`~dexai_memory.text.words.REQUEST_WORDS`.
+_STOP = STOP_WORDS | REQUEST_WORDS
 _CONTINUATION = re.compile(
     r"(?i)^\s*(ok(ay)?|k|yes|yep|yeah|sure|no|nope|thanks?( you)?|ty|great|cool|nice|perfect|good|done"
     r"|go( on| ahead)?|continue|proceed|next|do it|sounds good|lgtm|right|correct|exactly|and\??|more"
@@ -139,13 +131,7 @@ def _stem(word: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """Lower-cased, lightly stemmed content words of ``text`` (stop words removed), unique, in order."""
-    out: dict[str, None] = {}
-    for raw in _WORD.findall(text):
-        low = raw.lower()
-        if low in _STOP or (len(low) < 2 and not low.isdigit()):
-            continue
-        out[_stem(low)] = None
-    return list(out)
+    return list(dict.fromkeys(_stem(w) for w in content_words(text, _STOP)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -190,7 +176,7 @@ def needs_recall(prompt: str, recent: Sequence[str], *, skip_on_continuation: bo
     if _PERSONAL.search(prompt):
         return True, "personal reference"
     window = " ".join(recent[-3:])
-    if entities(prompt) - entities(window) - set(window.lower().split()):
+    if entities(prompt) - entities(window) - set(split_words(window)):
         return True, "new entity"
     terms = content_terms(prompt)
     if len(terms) >= 3:
@@ -288,7 +274,7 @@ class RecallResult:
 
 
 def _norm(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+    return " ".join(split_words(text))
 
 
 class VisibleContext:

@@ -54,7 +54,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, Tier, utcnow
-from ..tokens import count_tokens, truncate_to_tokens
+from ..text.tokens import count_tokens, truncate_to_tokens
 from .block import (
     FENCE_CLOSE,
     FENCE_OPEN,

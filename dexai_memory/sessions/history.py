@@ -33,7 +33,7 @@ from typing import Any
 from ..extraction.base import Summarizer
 from ..models import Turn
 from ..pipeline import Pipeline
-from ..tokens import count_tokens
+from ..text.tokens import count_tokens
 
 __all__ = ["SUMMARY_PREFIX", "HistoryCompaction", "compact_history"]
 

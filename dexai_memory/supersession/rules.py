@@ -89,9 +89,13 @@ import re
 from collections.abc import Sequence, Set
 
 from ..models import Memory, UpdateAction, UpdateDecision
+from ..text.words import split_words
 from .classifier import UpdateClassifier
 
-_WORD = re.compile(r"[a-z0-9']+")
+#: Words two statements are compared on: contractions kept, compounds split ("co-founder": "co",
+#: "founder"). Filler is this module's own short list, not the one stop list: "not", "no", "more",
+#: "before" change what a statement says.
+_JOINERS = "'"
 _FILLER = frozenset("a an the is are was were be been am to of in on at for and or but now also still really very "
                     "just that this it its".split())
 #: Verbs/relations that name an attribute of the subject.
@@ -147,7 +151,7 @@ _RESCHEDULED = re.compile(
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words of ``text`` without filler words."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _FILLER}
+    return {w for w in split_words(text, _JOINERS) if w not in _FILLER}
 
 
 def jaccard(a: Set[str], b: Set[str]) -> float:
@@ -171,8 +175,8 @@ def comparable(text: str) -> str:
 def statement_words(text: str) -> set[str]:
     """The normalised content words the offline classifier compares: filler and reporting words
     ("said", "mentioned") removed, possessives and plurals folded."""
-    words = {_fold(w) for w in _WORD.findall(comparable(text).lower().replace("’", "'"))}
-    return {w for w in words if w and w not in _FILLER and w not in _SOFT}
+    folded = {_fold(w) for w in split_words(comparable(text), _JOINERS)}
+    return {w for w in folded if w and w not in _FILLER and w not in _SOFT}
 
 
 def key_tokens(text: str) -> list[str]:
@@ -229,7 +233,7 @@ def subject_attribute(text: str) -> tuple[str, str, str] | None:
 
 def value_words(value: str) -> set[str]:
     """Content words of an attribute value (function words and quantifiers removed)."""
-    return {w for w in _WORD.findall(value.lower()) if w not in _VALUE_FILLER}
+    return {w for w in split_words(value, _JOINERS) if w not in _VALUE_FILLER}
 
 
 def same_slot(attribute: str, old_value: str, new_value: str) -> bool:

@@ -22,9 +22,9 @@ from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon import MemoryDaemon
 from dexai_memory.hooks.client import queue_turn
 from dexai_memory.models import Turn
-from dexai_memory.privacy import REDACTED
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession.rules import OfflineClassifier
+from dexai_memory.text.redaction import REDACTED
 from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
 
 SECRET = "sk-ant-api03-" + "Q7x" * 10

@@ -14,7 +14,7 @@ import pytest
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
 

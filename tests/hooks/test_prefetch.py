@@ -24,7 +24,7 @@ from dexai_memory.embeddings import Embedder
 from dexai_memory.hooks import state as hook_state
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 from .test_hook_runtime import FORBIDDEN, _DaemonStub, hook
 

@@ -139,6 +139,26 @@ def test_fts_query_drops_stopwords_and_quotes_terms() -> None:
     assert fts_query("AND OR NOT NEAR(xy)") == '"near" OR "xy"'
 
 
+@pytest.mark.parametrize(("query", "found"), [
+    ("Zürich café", {1}),                      # accents: the index folds them, the query's phrase too
+    ("zurich", {1}),
+    ("Who won?", {2}),                          # "won" is a word, "won't" a stop word
+    ("rename user_id", {3}),                    # an identifier is the FTS5 phrase "user id"
+    ("Caroline's co-founder", {2}),
+], ids=["unicode", "folded", "won", "identifier", "possessive-compound"])
+def test_fts_query_matches_the_index_tokenizer(query: str, found: set[int]) -> None:
+    """The query words of :func:`fts_query` find what the ``porter unicode61`` index (unchanged
+    since the first migration) holds: databases built before the one tokenizer search the same."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, tokenize='porter unicode61')")
+    conn.executemany("INSERT INTO t(rowid, content) VALUES (?, ?)", [
+        (1, "We met at a café in Zürich"), (2, "Caroline's co-founder won the award"),
+        (3, "The user_id column moved to accounts")])
+    match = fts_query(query)
+    assert match is not None
+    assert {r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,))} == found
+
+
 async def test_vector_index_matches_vec0_and_follows_writes(tmp_path: Path, embedder: Embedder) -> None:
     db = tmp_path / "m.db"
     texts = ["Ana plays the cello", "Ben repairs bicycles", "Caro bakes sourdough bread", "Dan climbs mountains"]

@@ -22,7 +22,7 @@ from dexai_memory.recall.assembly import TIERS, assemble_context, tier_budgets, 
 from dexai_memory.recall.block import FENCE_TOKENS
 from dexai_memory.recall.focus import Focus
 from dexai_memory.recall.forms import FORMS_KEY, FORMS_OF_KEY, build_forms, content_key, forms_of
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 U = "dev"
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ from dexai_memory.recall.block import (
     neutralise,
     render_block,
 )
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 
 def mem(content: str, **kw: object) -> Memory:

@@ -22,7 +22,7 @@ from dexai_memory.recall.persistent import (
     persistent_category,
 )
 from dexai_memory.recall.reinjection import l1_block
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 U = "alice"

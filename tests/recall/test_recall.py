@@ -23,7 +23,7 @@ from dexai_memory.recall.ranking import (
     semantic_relevance,
 )
 from dexai_memory.recall.reinjection import l1_block
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 RECENT = ["Let's refactor the parser module today.", "Sure, starting with the tokenizer in parser.py."]
 
@@ -125,11 +125,14 @@ async def test_auto_recall_respects_max_memories_and_tokens(tmp_path: Path, embe
         for i in range(30):
             await p.add(Memory(content=f"My garden project note {i}: water the garden tomatoes every morning "
                                        f"and check the garden soil moisture sensor number {i}", user_id="u"))
-        r = await auto_recall(p, "u", "what are my garden notes about tomatoes?", [], settings)
-        assert len(r.memories) == settings.auto_recall.max_memories == 5
+        r = await auto_recall(p, "u", "what are my garden notes about tomatoes?", [], settings, max_memories=5)
+        assert len(r.memories) == 5
         assert r.tokens <= settings.auto_recall.max_tokens
         big = await recall_block(p, "u", "what are my garden notes about tomatoes?", settings)
         assert len(big.memories) > 5 and big.tokens <= settings.auto_recall.max_tokens
+        # by default the hook's recall is the same budget-mode block (the token budget binds first)
+        full = await auto_recall(p, "u", "what are my garden notes about tomatoes?", [], settings)
+        assert full.memory_ids == big.memory_ids and full.text == big.text
         assert [m.memory.id for m in big.memories] == [m.id for m in big.block.memories]
         for m in big.memories:
             assert m.memory.content in big.text

@@ -23,7 +23,7 @@ from dexai_memory.recall.reinjection import (
     l1_block,
     recall_query,
 )
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 U = "alice"

@@ -70,9 +70,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, time
 
-from ...dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
 from ...models import Commitment, ExtractedNote, MemoryType, Turn
-from ...privacy import redact
+from ...text.dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
+from ...text.redaction import redact
 from ..base import Extractor
 from ..signals import SignalScorer, is_filler, regex_entities
 from .pronouns import Rewriter, possessive, session_grammar

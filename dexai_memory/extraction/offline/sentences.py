@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ...text.words import STOP_WORDS, split_words
+
 _ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|Mt|No)\.$", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\s*\n+\s*")
 SPACES = re.compile(r"\s+")
@@ -21,16 +23,15 @@ _LEADING_NOISE = re.compile(
 )
 _LEADING_VOCATIVE = re.compile(r"^[A-Z][a-z]+[,!]\s+")
 _TRAILING_VOCATIVE = re.compile(r",\s+[A-Z][a-z]+(?=[.!?]*$)")
-_CONTENT_WORD = re.compile(r"[A-Za-z][a-z'\-]{2,}")
-_STOP = frozenset(
-    "the and that this with for was were are is it's its you your yours our ours they them their there here "
-    "have has had been being but not just really very so too also what when where who how why which would could "
-    "should will can did does doing done get got gets getting some any all one more much many such than then "
-    "thats that's it'll i'll i'm i've i'd me my mine myself we we're we've we'd us out about from into onto over "
-    "like totally definitely absolutely sure yeah wow cool nice great awesome amazing thanks thank looks look "
-    "sounds sound seems seem good well know think glad love lovely happy super pretty kinda things thing stuff "
-    "lot lots always never ever even still yes yep nope check pic pics picture photo peek".split()
+#: Words of chit-chat and reactions ("totally", "cool", "looks great", "pic"), on top of the one stop
+#: list: a sentence made of them states nothing worth keeping.
+_CHAT_FILLER = frozenset(
+    "done gets getting one much many thats it'll i'll mine we're we've we'd us onto totally definitely "
+    "absolutely sure wow cool nice great awesome amazing thanks thank looks look sounds sound seems seem good "
+    "well know think glad love lovely happy super pretty kinda things thing stuff lot lots always never ever "
+    "even still yes yep nope check pic pics picture photo peek".split()
 )
+_STOP = STOP_WORDS | _CHAT_FILLER
 _EMOJI = re.compile(r"\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
 #: Fenced blocks (```...```, ~~~...~~~) and indented lines (stack frames, pasted code) of a prompt.
 FENCED = re.compile(r"(?:```|~~~).*?(?:```|~~~|$)", re.S)
@@ -97,7 +98,9 @@ def upper_first(text: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    return [w for w in _CONTENT_WORD.findall(text) if w.lower() not in _STOP]
+    """The words of ``text`` that carry content: 3+ characters, starting with a letter, not a stop
+    word or chit-chat."""
+    return [w for w in split_words(text, joiners="'-") if len(w) > 2 and w[0].isalpha() and w not in _STOP]
 
 
 def lower_first(text: str, names: Sequence[str], source: str) -> str:

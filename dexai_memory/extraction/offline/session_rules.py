@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ...dates import find_dates
 from ...models import MemoryType
+from ...text.dates import find_dates
 from .sentences import upper_first
 
 #: Least importance of a warning or standing instruction of the session's user.

@@ -7,12 +7,12 @@ Stdlib and foundation modules only (models).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from ...models import Memory, MemoryType, SearchFilters
+from ...text.words import search_terms
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -20,17 +20,6 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 #: episodes are asked for by type (prefetch, explicit recall), see MemoryType.EPISODE.
 SEARCH_EXCLUDED_TYPES = (MemoryType.TRANSCRIPT.value, MemoryType.SNAPSHOT.value, MemoryType.EPISODE.value)
 
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t don ll ve re m d isn aren wasn weren hasn haven hadn doesn didn won
-    wouldn shan shouldn mustn can't also get got like really yeah oh ok okay hey hi""".split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
 #: The columns of ``memories``, in the order :func:`row_to_memory` and :func:`memory_params` use.
 COLUMNS = (
     "id", "user_id", "project", "content", "type", "importance", "confidence", "mention_count", "tier",
@@ -50,12 +39,13 @@ def ts(value: datetime | None) -> str | None:
 
 
 def fts_query(text: str, max_terms: int = 32) -> str | None:
-    """An FTS5 OR-query of the content words of ``text`` (None if it has none)."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    terms = [w for w in dict.fromkeys(words) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    """An FTS5 OR-query of the content words of ``text`` (None if it has none): its
+    :func:`~dexai_memory.text.words.search_terms`, each quoted (``snake_case`` is the FTS5 phrase
+    "snake case"; the index's ``unicode61`` tokenizer splits it as it split the content)."""
+    terms = search_terms(text, max_terms)
     if not terms:
         return None
-    return " OR ".join(f'"{t}"' for t in terms[:max_terms])
+    return " OR ".join(f'"{t}"' for t in terms)
 
 
 def row_to_memory(row: Sequence[Any]) -> Memory:

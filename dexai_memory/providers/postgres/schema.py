@@ -21,7 +21,8 @@ from typing import Any
 
 from ...errors import InvalidMemory
 from ...models import Memory, SearchFilters
-from ..native.schema import SEARCH_EXCLUDED_TYPES, STOPWORDS
+from ...text.words import search_terms
+from ..native.schema import SEARCH_EXCLUDED_TYPES
 
 #: The default scope: only the owner sees the memory.
 USER_PRIVATE = "user-private"
@@ -145,13 +146,10 @@ def ts_query(text: str, max_terms: int = 32) -> str | None:
     The same words as the native store's FTS5 query (stop words dropped); the
     server stems them with the ``english`` configuration, as it stems the content.
     """
-    import re
-
-    words = [w.lower() for w in re.findall(r"[^\W_]+", text)]
-    terms = [w for w in dict.fromkeys(words) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    terms = search_terms(text, max_terms, joiners="")
     if not terms:
         return None
-    return " | ".join(terms[:max_terms])
+    return " | ".join(terms)
 
 
 def vector_literal(vector: Any) -> str:
