@@ -1,8 +1,8 @@
 """Runs one launcher command in the Python ``hooks/dexai-hook`` picked.
 
 ``run.py <event> [--async]`` (the hook's JSON on stdin), ``run.py mcp`` or ``run.py memory
-ARGS...``: runs :mod:`dexai_memory.hooks.client`, :mod:`dexai_memory.mcp_server` or the
-``dexai`` CLI as ``python -m`` would, with neither the current directory nor this folder on
+ARGS...``: runs the ``main`` of :mod:`dexai_memory.hooks.client`, :mod:`dexai_memory.mcp_server` or the
+``dexai`` CLI, with neither the current directory nor this folder on
 ``sys.path`` (a project must not shadow ``dexai_memory``). Started with ``-S`` (the launcher
 does for ``mcp`` and hook events), it runs a lean ``site`` (:func:`lean_site`;
 ``DEXAI_HOOK_LEAN=0`` turns that off).
@@ -17,21 +17,32 @@ Runs on any python3 (it runs before dexai-memory is installed): standard library
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import runpy
 import sys
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = {"mcp": "dexai_memory.mcp_server", "memory": "dexai_memory.cli.main"}
+#: The launcher's commands that are not hook events.
+TOOLS = ("mcp", "memory")
 
 
-def _available(module: str) -> bool:
+def _entry(command: str) -> Any:
+    """The ``main`` of the module that runs ``command``; None when dexai-memory cannot be imported."""
     try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+        if command == "mcp":
+            from dexai_memory.mcp_server import main as mcp_main
+
+            return mcp_main
+        if command == "memory":
+            from dexai_memory.cli.main import main as cli_main
+
+            return cli_main
+        from dexai_memory.hooks.client import main as hook_main
+
+        return hook_main
+    except ImportError:
+        return None
 
 
 def _tell(message: str) -> None:
@@ -42,7 +53,7 @@ def _tell(message: str) -> None:
 def not_installed(command: str) -> int:
     """What the launcher does when this Python has no dexai-memory (see the module docstring)."""
     why = f"{sys.executable} cannot import dexai_memory"
-    if command in MODULES:
+    if command in TOOLS:
         print(f"dexai-memory: {why}: the memory tools are unavailable. Install: pip install dexai-memory, "
               "or let the plugin install itself at the next session start.", file=sys.stderr)
         return 1
@@ -58,6 +69,8 @@ def not_installed(command: str) -> int:
         _tell("dexai-memory is not installed and DEXAI_AUTO_INSTALL=0, so memory is off: pip install dexai-memory "
               "(or set DEXAI_HOOK_PYTHON).")
     else:
+        import importlib.util
+
         spec = importlib.util.spec_from_file_location("dexai_memory_install", os.path.join(HERE, "install.py"))
         assert spec is not None and spec.loader is not None
         install = importlib.util.module_from_spec(spec)
@@ -108,22 +121,23 @@ def main(argv: list[str]) -> int:
 
         site.main()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", HERE)]
-    module = MODULES.get(command, "dexai_memory.hooks.client")
-    if not _available(module) and lean:  # only a foreign .pth puts it on the path: the usual start
+    entry = _entry(command)
+    if entry is None and lean:  # only a foreign .pth puts it on the path: the usual start
         import site
 
         site.main()
         sys.path[:] = [p for p in sys.path if p not in ("", ".", HERE)]
-    if not _available(module):
+        entry = _entry(command)
+    if entry is None:
         return not_installed(command)
     if command == "memory":
         sys.argv = ["dexai", "memory", *rest]
-    elif command == "mcp":
+        entry()
+        return 0
+    if command == "mcp":
         sys.argv = ["dexai-mcp", *rest]
-    else:
-        sys.argv = ["dexai-hook", command, *[a for a in rest if a == "--async"][:1]]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-    return 0
+        return int(entry())
+    return int(entry([command, *[a for a in rest if a == "--async"][:1]]))
 
 
 if __name__ == "__main__":
