@@ -1,43 +1,35 @@
 """Hook benchmark: recall latency in-process, and the plugin's hooks with the daemon up and cold.
 
-Measures:
-
-* **in-process recall** at 10k and 100k synthetic memories (one user):
-  ``auto_recall`` on cold-start prompts (so it always searches; hybrid search,
-  ranking, filtering and block rendering, query embedding included) and
-  ``recall_block`` (budget mode, 800 tokens), p50/p95 in ms.
-  Targets: p95 <= 15 ms at 10k, <= 40 ms at 100k.
+* **in-process recall** at 10k and 100k synthetic memories (one user): ``auto_recall`` on
+  cold-start prompts (it always searches; query embedding included) and ``recall_block``
+  (budget mode, 800 tokens), p50/p95. Targets: p95 <= 15 ms at 10k, <= 40 ms at 100k.
 * **the hooks with the daemon up** (the usual case), 10k memories: the plugin's launcher
-  ``hooks/dexai-hook <event>`` run as hooks.json runs it (``--async`` where hooks.json makes
-  the hook async), a new process reading the hook JSON on stdin, against a real daemon
-  (``dexai daemon start`` with ``DEXAI_MEMORY_HOME`` set, as the hooks start it). Per event
-  (``session-start``, ``user-prompt-submit``, ``pre-compact``, ``post-tool-use`` of Bash: async,
-  ``post-tool-use:Read``: synchronous, with the file-aware prefetch, ``stop``,
-  ``session-end``), wall time p50/p95 and what the user waits for: hooks.json decides
-  (:func:`testing.plugin_check.user_waits`): a synchronous hook's wait is its wall time, an
-  async one's is 0 (its wall time is still its cost). Target: UserPromptSubmit p95 <= 15 ms.
-* **where the time goes**: the process start (``sh`` + ``curl``: the launcher with the no-op
-  ``post-compact``, which the daemon answers with ``{}``) against the daemon's own work (the
-  same events as a JSON-lines ``hook.event`` request timed in this process with
-  :func:`~dexai_memory.daemon.ipc.ipc_request`: no process start), interleaved with the
-  launcher runs.
+  ``hooks/dexai-hook <event>`` run as hooks.json runs it (``--async`` where it is async), a new
+  process reading the hook JSON on stdin, against a real daemon (``dexai daemon start`` with
+  ``DEXAI_MEMORY_HOME`` set, as the hooks start it). Per event (``session-start``,
+  ``user-prompt-submit``, ``pre-compact``, ``post-tool-use`` of Bash: async,
+  ``post-tool-use:Read``: synchronous, with the file-aware prefetch, ``stop``, ``session-end``):
+  wall time p50/p95 and what the user waits for, as hooks.json decides
+  (:func:`testing.plugin_check.user_waits`): a synchronous hook's wall time, 0 for an async one
+  (its wall time is still its cost). Target: UserPromptSubmit p95 <= 15 ms.
+* **where the time goes**: the process start (the launcher with the no-op ``post-compact``,
+  timed beside each event; and its parts, ``sh`` alone and ``curl`` alone) against the daemon's
+  own work (the same event as a JSON-lines ``hook.event`` request from this process,
+  :func:`~dexai_memory.daemon.ipc.ipc_request`: no process start).
 * **cold**: no daemon running; ``session-start`` through the launcher starts one (the Python
-  client, ``dexai_memory.hooks.client``) and waits for it (``hooks.cold_start_wait_seconds``),
-  then the session's first ``user-prompt-submit``. Each run starts from the same copy of the
-  store and is paired with a warm run (daemon started and settled first, same store, same
-  prompt, a new session): is the first prompt's block the same as the warm daemon's?
+  client) and waits for it (``hooks.cold_start_wait_seconds``), then the session's first
+  prompt. Each run starts from the same store and is paired with a warm run (daemon started
+  and settled first, same store and prompt, a new session): is the first prompt's block the same?
 * ``--baseline REF`` (e.g. ``67524dc``): the plugin launcher and package of git ``REF``
-  (exported to a temporary directory, bytecode compiled, on ``PYTHONPATH``) with REF's own
-  daemon up (started the same way, on its own copy of the store), run interleaved with the
-  current one payload by payload, so both see the same machine load; keys ``baseline+daemon/...``,
-  waits by REF's own hooks.json. Whatever REF's launcher does applies (before the curl
-  launcher: a Python process per event asking its daemon over the socket).
+  (exported to a temporary directory, on ``PYTHONPATH``) with REF's own daemon up on its own
+  copy of the store, interleaved with the current one payload by payload (same machine load);
+  keys ``baseline+daemon/...``, waits by REF's hooks.json. Whatever REF's launcher does applies
+  (before the curl launcher: a Python process per event asking its daemon over the socket).
 
-The machine is shared: the load average (``os.getloadavg()``) before and after is printed
-and kept in the JSON. The embedded databases come from ``search_bench``'s cache (built once).
-The daemons run the offline extractor (no network) and serve no TCP port.
-``--quick``: 1k memories, fewer repetitions, one cold run, no 100k row. ``--hooks-only``: the
-hook rows only (10k memories), written to ``hooks.hooks-only.json``.
+The machine is shared: the load average before and after is printed and kept in the JSON. The
+databases come from ``search_bench``'s cache. The daemons run the offline extractor and serve
+no TCP port. ``--quick``: 1k memories, fewer repetitions, one cold run, no 100k row.
+``--hooks-only``: the hook rows only (10k memories), written to ``hooks.hooks-only.json``.
 """
 
 from __future__ import annotations
@@ -45,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import resource
 import shutil
 import subprocess
@@ -58,20 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import synthetic
-from benchmarks.common import (
-    CACHE_DIR,
-    REPO_ROOT,
-    arg_parser,
-    format_table,
-    latency_stats,
-    say,
-    write_result,
-)
+from benchmarks.common import CACHE_DIR, REPO_ROOT, arg_parser, latency_stats, say, write_result
 from benchmarks.search_bench import embedded_db
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon.control import read_pid, stop
 from dexai_memory.daemon.event import HookEvent
 from dexai_memory.daemon.ipc import ipc_request
+from dexai_memory.daemon.session_state import EVENTS as HOOK_NAMES
 from dexai_memory.embeddings import OnnxMiniLMEmbedder
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.ranking import auto_recall, recall_block
@@ -87,9 +71,6 @@ EVENTS = ("session-start", "user-prompt-submit", "pre-compact", "post-tool-use",
           "session-end")
 #: The no-op event: the launcher's process start and the socket round trip, no work in the daemon.
 NOOP = "post-compact"
-HOOK_NAMES = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit", "pre-compact": "PreCompact",
-              "post-compact": "PostCompact", "post-tool-use": "PostToolUse", "stop": "Stop",
-              "session-end": "SessionEnd"}
 #: Files the ``post-tool-use:Read`` payloads read (a different one each time: a file is prefetched once a session).
 FILES = ("dexai_memory/config.py", "dexai_memory/daemon/core.py", "dexai_memory/daemon/executor.py", "README.md",
          "dexai_memory/recall/ranking.py", "benchmarks/hook_bench.py", "dexai_memory/capture/gate.py")
@@ -248,18 +229,8 @@ def context_of(stdout: str) -> str:
 def run_hook(side: Side, event: str, payload: dict[str, Any], *, autostart: bool = False) -> tuple[float, float, str]:
     """One event through ``side``'s launcher as hooks.json runs it (``--async`` where it is an
     async hook): wall ms from process start to exit, CPU ms of the launcher's processes, stdout."""
-    argv = [side.launcher, _argv_event(event)]
-    if not waits(side.hooks_json, event, payload):
-        argv.append("--async")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(argv, input=json.dumps(payload), capture_output=True, text=True,
-                          env=side.env(autostart=autostart), cwd=side.settings.home, timeout=120, check=False)
-    wall = (time.perf_counter() - t0) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
-    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000, proc.stdout
+    argv = [side.launcher, _argv_event(event), *([] if waits(side.hooks_json, event, payload) else ["--async"])]
+    return _timed(argv, json.dumps(payload), side, side.env(autostart=autostart))
 
 
 def ask_daemon(side: Side, event: str, payload: dict[str, Any]) -> tuple[float, float, str]:
@@ -289,26 +260,39 @@ def sh_alone(side: Side, event: str, payload: dict[str, Any]) -> tuple[float, fl
     return _timed(["sh", "-c", ":"], "", side)
 
 
-def _timed(argv: list[str], data: str, side: Side) -> tuple[float, float, str]:
+def _timed(argv: list[str], data: str, side: Side, env: dict[str, str] | None = None) -> tuple[float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, input=data, capture_output=True, text=True, cwd=side.settings.home, timeout=60,
-                          check=True)
+    proc = subprocess.run(argv, input=data, capture_output=True, text=True, env=env or side.env(),
+                          cwd=side.settings.home, timeout=120, check=False)
     wall = (time.perf_counter() - t0) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
     return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000, proc.stdout
 
 
+def noop_hook(side: Side, event: str, payload: dict[str, Any]) -> tuple[float, float, str]:
+    """The launcher with the no-op event, timed beside ``event`` (the same moments, the same load)."""
+    return run_hook(side, NOOP, {**_payload(NOOP, 0, Path(str(payload["transcript_path"])), ["-"]),
+                                 "session_id": str(payload["session_id"])})
+
+
+#: The no-op launcher run timed beside each event: the process start under that event's load.
+NOOP_BESIDE = "launcher no-op beside"
 Arm = tuple[str, Side, Callable[[Side, str, dict[str, Any]], tuple[float, float, str]]]
 #: Parts of the no-op's process start, timed with it: the shell alone, curl alone.
 PARTS: list[tuple[str, Callable[[Side, str, dict[str, Any]], tuple[float, float, str]]]] = [
     ("sh alone", sh_alone), ("curl alone", curl_alone)]
 
 
-def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int, transcript: Path) -> dict[str, Any]:
+def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int,
+               transcript: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every event through each side's launcher with its daemon up, and (current side) as an
-    in-process ``hook.event``; arms interleaved payload by payload, their order alternating."""
+    in-process ``hook.event`` and beside the launcher with the no-op event; arms interleaved
+    payload by payload, their order alternating. Returns (rows by arm/event, the no-op by event)."""
     results: dict[str, Any] = {}
+    beside: dict[str, Any] = {}
     bare = [sys.executable, "-c", "import sys; sys.stdin.read()"]
     walls = []
     for _ in range(max(3, reps // 3)):
@@ -320,7 +304,8 @@ def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int, transcr
     base_arms.append(("in-process", sides[0], ask_daemon))
     for event in (NOOP, *EVENTS):
         n = reps if event in ("user-prompt-submit", NOOP) else max(3, reps // 3)
-        arms = [*base_arms, *((name, sides[0], fn) for name, fn in PARTS)] if event == NOOP else base_arms
+        arms = [*base_arms, *((name, sides[0], fn) for name, fn in PARTS)] if event == NOOP \
+            else [*base_arms, (NOOP_BESIDE, sides[0], noop_hook)]
         wall: dict[str, list[float]] = {a[0]: [] for a in arms}
         cpu: dict[str, list[float]] = {a[0]: [] for a in arms}
         daemon_cpu: dict[str, float] = {a[0]: 0.0 for a in arms}
@@ -345,6 +330,9 @@ def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int, transcr
             stats["daemon_cpu_mean_ms"] = round(daemon_cpu[name] / n, 1)
             if event == "user-prompt-submit":
                 stats["answered_with_context"] = f"{answered[name]}/{n}"
+            if runner is noop_hook:
+                beside[event] = stats
+                continue
             if runner not in (run_hook, ask_daemon):
                 results[f"{name}/{event}"] = stats
                 continue
@@ -357,20 +345,22 @@ def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int, transcr
         for side in sides:
             if not side.answering():
                 raise RuntimeError(f"{side.name}: the daemon stopped answering after {event}{side.log_tail()}")
-    return results
+    return results, beside
 
 
-def where_time_goes(hooks: dict[str, Any], side: str) -> dict[str, Any]:
+def where_time_goes(hooks: dict[str, Any], beside: dict[str, Any], side: str) -> dict[str, Any]:
     """Per event, the share of the launcher's p50 that is the process start (the launcher with
-    the no-op event) and the share that is the daemon's own work (the in-process request); under
-    ``process start``, the no-op's parts: the shell alone, curl alone, the daemon's no-op."""
-    start = hooks.get(f"{side}+daemon/{NOOP}", {}).get("p50_ms")
+    the no-op event, timed beside it) and the share that is the daemon's own work (the in-process
+    request); under ``process start``, the no-op's parts: the shell alone, curl alone, the
+    daemon's no-op."""
     out: dict[str, Any] = {"process start": {
-        "launcher_noop_p50_ms": start, "sh_alone_p50_ms": hooks.get(f"sh alone/{NOOP}", {}).get("p50_ms"),
+        "launcher_noop_p50_ms": hooks.get(f"{side}+daemon/{NOOP}", {}).get("p50_ms"),
+        "sh_alone_p50_ms": hooks.get(f"sh alone/{NOOP}", {}).get("p50_ms"),
         "curl_alone_p50_ms": hooks.get(f"curl alone/{NOOP}", {}).get("p50_ms"),
         "daemon_noop_p50_ms": hooks.get(f"in-process/{NOOP}", {}).get("p50_ms")}}
     for event in EVENTS:
         wall = hooks.get(f"{side}+daemon/{event}", {}).get("p50_ms")
+        start = beside.get(event, {}).get("p50_ms")
         work = hooks.get(f"in-process/{event}", {}).get("p50_ms")
         if not (wall and start and work is not None):
             continue
@@ -447,94 +437,6 @@ def baseline_plugin(ref: str, tmp: Path) -> Path:
     return root
 
 
-def hook_rows(hooks: dict[str, Any]) -> list[list[Any]]:
-    rows = []
-    for key, v in hooks.items():
-        wait = "async (0)" if v.get("user_waits") == "async" else v.get("wait_p95_ms")
-        target = PROMPT_TARGET_MS if key == "plugin+daemon/user-prompt-submit" else None
-        rows.append([key, v["p50_ms"], v["p95_ms"], v.get("cpu_p50_ms"), v.get("daemon_cpu_mean_ms"),
-                     None if key.startswith("python") else wait, target])
-    return rows
-
-
-def summarize(results: dict[str, Any]) -> dict[str, Any]:
-    summary: dict[str, Any] = {}
-    for n, r in results["in_process"].items():
-        if "skipped" not in r:
-            label = f"{int(n) // 1000}k"
-            summary[f"auto_recall_p95_ms_{label}"] = r["auto_recall"]["p95_ms"]
-            summary[f"recall_block_p95_ms_{label}"] = r["recall_block"]["p95_ms"]
-    for key, v in results["hooks"].items():
-        slug = re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
-        summary[f"{slug}_p50_ms"], summary[f"{slug}_p95_ms"] = v["p50_ms"], v["p95_ms"]
-        if "wait_p95_ms" in v and not key.startswith("in-process"):
-            summary[f"{slug}_wait_p95_ms"] = v["wait_p95_ms"]
-    prompt = results["hooks"].get("plugin+daemon/user-prompt-submit")
-    if prompt:
-        summary["user_prompt_submit_target_p95_ms"] = PROMPT_TARGET_MS
-        summary["user_prompt_submit_target_met"] = prompt["wait_p95_ms"] <= PROMPT_TARGET_MS
-    for event, w in results["where"].items():
-        if event == "process start":
-            continue
-        summary[f"{re.sub(r'[^a-z0-9]+', '_', event.lower())}_start_share_pct"] = w["start_share_pct"]
-    cold = results.get("cold") or {}
-    if cold.get("runs"):
-        summary["cold_session_start_p50_ms"] = cold["session_start"]["p50_ms"]
-        summary["cold_session_start_max_ms"] = cold["session_start"]["max_ms"]
-        summary["cold_first_prompt_p50_ms"] = cold["first_prompt"]["p50_ms"]
-        summary["cold_first_prompt_same_block"] = cold["same_block"]
-    summary["load_avg_1m_start"], summary["load_avg_1m_end"] = results["load"]["start"][0], results["load"]["end"][0]
-    return summary
-
-
-def print_tables(results: dict[str, Any], hook_size: int) -> None:
-    load = results["load"]
-    print(f"Machine load (1/5/15 min): {load['start']} at the start, {load['end']} at the end "
-          f"({os.cpu_count()} cores, shared)")
-    rows = []
-    for n, r in results["in_process"].items():
-        target = RECALL_TARGETS_MS.get(int(n))
-        if "skipped" in r:
-            rows.append([f"auto_recall @ {int(n):,}", None, None, target, r["skipped"]])
-            continue
-        rows.append([f"auto_recall @ {int(n):,}", r["auto_recall"]["p50_ms"], r["auto_recall"]["p95_ms"], target,
-                     r["mean_injected"]])
-        rows.append([f"recall_block @ {int(n):,}", r["recall_block"]["p50_ms"], r["recall_block"]["p95_ms"], None,
-                     r["mean_block_tokens"]])
-    if rows:
-        print(format_table(["in-process", "p50 ms", "p95 ms", "target p95", "mean memories/tokens"], rows,
-                           title="Recall latency (in-process, query embedding included)"))
-    print()
-    print(format_table(["arm/event", "p50 ms", "p95 ms", "launcher cpu p50 ms", "daemon cpu mean ms",
-                        "user waits p95 ms", "target p95"], hook_rows(results["hooks"]),
-                       title=f"Hooks with the daemon up, {hook_size:,} memories: the launcher's wall time, process "
-                             "start to exit (in-process: a hook.event request, no process start); async: Claude "
-                             "Code does not wait, the wall time is the hook's cost"))
-    print()
-    print(format_table(["event", "wall p50 ms", "process start p50 ms", "daemon work p50 ms", "start share %",
-                        "daemon share %"],
-                       [[e, w["wall_p50_ms"], w["process_start_p50_ms"], w["daemon_p50_ms"], w["start_share_pct"],
-                         w["daemon_share_pct"]] for e, w in results["where"].items() if e != "process start"],
-                       title=f"Where the time goes (process start: the launcher with the no-op {NOOP}; daemon "
-                             "work: the same event in-process)"))
-    parts = results["where"].get("process start") or {}
-    print(f"Process start, p50: launcher with {NOOP} {parts.get('launcher_noop_p50_ms')} ms = sh alone "
-          f"{parts.get('sh_alone_p50_ms')} + curl alone {parts.get('curl_alone_p50_ms')} (its daemon no-op "
-          f"{parts.get('daemon_noop_p50_ms')}) + the launcher script's own forks")
-    cold = results.get("cold") or {}
-    if cold.get("runs"):
-        print()
-        print(format_table(["run", "session-start ms", "queued", "first prompt ms", "same block as warm",
-                            "tokens cold/warm", "warm session-start ms", "warm prompt ms"],
-                           [[i + 1, r["cold"]["session_start_ms"], r["cold"]["queued_for_replay"],
-                             r["cold"]["first_prompt_ms"], "yes" if r["same_block"] else "no",
-                             f"{r['cold']['block_tokens']}/{r['warm']['block_tokens']}",
-                             r["warm"]["session_start_ms"], r["warm"]["first_prompt_ms"]]
-                            for i, r in enumerate(cold["runs"])],
-                           title="Cold start: no daemon running; session-start starts it and waits "
-                                 f"(up to {cold['cold_start_wait_seconds']:g} s), then the first prompt"))
-
-
 async def amain(args: Any) -> int:
     quick = args.quick
     sizes = [1_000] if quick else [10_000] if args.hooks_only else [10_000, 100_000]
@@ -573,8 +475,9 @@ async def amain(args: Any) -> int:
                 side.start_daemon()
                 settle(side)
             say(f"hooks with the daemon up, {hook_size:,} memories")
-            results["hooks"] = await asyncio.to_thread(warm_walls, sides, queries, 8 if quick else 40, transcript)
-            results["where"] = where_time_goes(results["hooks"], "plugin")
+            results["hooks"], beside = await asyncio.to_thread(warm_walls, sides, queries, 8 if quick else 40,
+                                                               transcript)
+            results["where"] = where_time_goes(results["hooks"], beside, "plugin")
             for side in sides[1:]:
                 side.stop_daemon()
             say("cold starts")
@@ -587,6 +490,8 @@ async def amain(args: Any) -> int:
                 except RuntimeError as exc:
                     say(str(exc))
     results["load"]["end"] = [round(x, 2) for x in os.getloadavg()]
+    from benchmarks.hook_report import print_tables, summarize
+
     print_tables(results, hook_size)
     path = write_result(NAME, quick=quick, params={
         "sizes": sizes, "hook_size": hook_size, "queries": len(queries), "baseline": args.baseline,
