@@ -49,7 +49,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import synthetic
-from benchmarks.common import CACHE_DIR, REPO_ROOT, arg_parser, latency_stats, say, write_result
+from benchmarks.common import (
+    CACHE_DIR,
+    REPO_ROOT,
+    RESULTS_DIR,
+    arg_parser,
+    latency_stats,
+    say,
+    write_result,
+)
 from benchmarks.search_bench import embedded_db
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon.control import read_pid, stop
@@ -493,12 +501,16 @@ async def amain(args: Any) -> int:
     from benchmarks.hook_report import print_tables, summarize
 
     print_tables(results, hook_size)
-    path = write_result(NAME, quick=quick, params={
-        "sizes": sizes, "hook_size": hook_size, "queries": len(queries), "baseline": args.baseline,
-        "prompt_target_p95_ms": PROMPT_TARGET_MS, "load_avg": results["load"]},
-        summary=summarize(results), results=results, out_dir=args.out)
-    if args.hooks_only and not quick:
-        path = path.replace(path.with_name(f"{NAME}.hooks-only.json"))
+    out_dir = Path(args.out) if args.out else RESULTS_DIR
+    separate = args.hooks_only and not quick  # hooks.hooks-only.json: the full run's hooks.json stays
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".hb", dir=out_dir) as staging:
+        path = write_result(NAME, quick=quick, params={
+            "sizes": sizes, "hook_size": hook_size, "queries": len(queries), "baseline": args.baseline,
+            "prompt_target_p95_ms": PROMPT_TARGET_MS, "load_avg": results["load"]},
+            summary=summarize(results), results=results, out_dir=Path(staging) if separate else out_dir)
+        if separate:
+            path = path.replace(out_dir / f"{NAME}.hooks-only.json")
     print(f"wrote {path}")
     return 0
 
