@@ -180,6 +180,8 @@ def spawn(settings: Settings, *, reason: str, idle_exit_minutes: float | None = 
         return None
     finally:
         os.close(fd)
+    with contextlib.suppress(OSError):  # the pid: a stamp of a daemon that already exited does not hold back
+        _spawn_stamp(settings).write_text(f"{time.time()} {reason}\n{proc.pid}\n", encoding="utf-8")
     # reap it when it exits (a long-lived caller such as an Agent SDK app would keep a zombie)
     import threading
 
@@ -189,10 +191,24 @@ def spawn(settings: Settings, *, reason: str, idle_exit_minutes: float | None = 
 
 
 def _recently_spawned(settings: Settings) -> bool:
+    """A daemon was started less than :data:`SPAWN_GRACE_SECONDS` ago and its process still runs
+    (it may still be loading before it takes the lock)."""
+    stamp = _spawn_stamp(settings)
     try:
-        return time.time() - _spawn_stamp(settings).stat().st_mtime < SPAWN_GRACE_SECONDS
+        if time.time() - stamp.stat().st_mtime >= SPAWN_GRACE_SECONDS:
+            return False
+        lines = stamp.read_text(encoding="utf-8").splitlines()
     except OSError:
         return False
+    if len(lines) < 2 or not lines[1].strip().isdigit():
+        return True  # written a moment ago, its pid not yet
+    try:
+        os.kill(int(lines[1]), 0)
+    except ProcessLookupError:
+        return False  # it exited (stopped, or crashed at start): a new one may start
+    except PermissionError:
+        return True
+    return True
 
 
 def ensure_daemon(settings: Settings, *, reason: str) -> bool:
