@@ -32,6 +32,7 @@ from a provider.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -120,9 +121,10 @@ def normalise(text: str) -> str:
         if decoded == text:
             break
         text = decoded
-    text = unicodedata.normalize("NFKC", _ESCAPED_BRACKETS.sub(
-        lambda m: "<" if m.group()[-1] in "cC" else ">", text))
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    text = _ESCAPED_BRACKETS.sub(lambda m: "<" if m.group()[-1] in "cC" else ">", text)
+    if not text.isascii():  # ASCII has no compatibility forms and no format characters
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     return " ".join(text.split())
 
 
@@ -142,6 +144,7 @@ def _substitute(pattern: re.Pattern[str], repl: Callable[[re.Match[str], str], s
     return "".join(out) + text[last:] if out else text
 
 
+@functools.lru_cache(maxsize=8192)  # a store's memories are shown again and again: rendered once
 def neutralise(text: str) -> str:
     """Make stored text safe inside the fence.
 
