@@ -7,10 +7,10 @@ leaves the rest to its parts:
 - :mod:`.database`: the file and the one connection (opening, migrations with a
   backup, the write lock, busy retries, error translation);
 - :mod:`.schema`: the table's columns, row decoding and WHERE / list / full-text
-  queries (shared with the command hook's :mod:`.reader`);
+  queries;
 - :mod:`.vectors`: the vectors (``vec0``, deferred vectors, the in-memory index);
-- :mod:`.search`: hybrid search, BM25 and vectors fused by reciprocal rank;
-- :mod:`.keywords`: the BM25 query of a large store without its common words.
+- :mod:`.search`: hybrid search, BM25 (a large store's query without its common words) and
+  vectors fused by reciprocal rank.
 """
 
 from __future__ import annotations
@@ -44,9 +44,8 @@ from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
 from ..capabilities import ProviderCapabilities
 from .contradictions import NativeContradictionLog
 from .database import DEFAULT_BUSY_RETRY_SECONDS, Database
-from .keywords import TermCounts
 from .schema import COLUMNS, SELECT, list_query, memory_params, row_to_memory, ts, where_clause
-from .search import hybrid_search
+from .search import TermCounts, hybrid_search
 from .vectors import Vectors, blob, bulk_embedder
 
 logger = logging.getLogger(__name__)

@@ -6,6 +6,22 @@ the vectors (the in-memory :class:`~dexai_memory.providers.native.vectors.Vector
 or the ``vec0`` table partitioned by user), fused by weighted reciprocal rank
 fusion (``search.fusion``; BM25-only and vector-only are selectable, and an
 embedder-less configuration is BM25-only).
+
+The BM25 side ranks the FTS5 table alone, then filters (:func:`bm25_rowids`, in the
+connection's own thread). In a large store it keeps its work bounded by asking BM25 for
+the query's rarer words only. FTS5 scores every row matching any word of the query before it can sort
+them: a word in 5-10 % of a million memories ("birthday", "project") makes a
+search rank 50-110k rows, ~80 ms on this project's 2-core machine, however few
+of them can reach the top. Above ``search.bm25_prune_threshold`` rows, the
+words matching more than :data:`COMMON_SHARE` of the store are left out of the
+BM25 query when a rarer one remains (the rarest word is always kept). Those
+words carry the least weight in BM25 (their IDF is lowest); what is lost is
+their share of the score of memories that also hold a rarer word, and the
+memories holding only common words. At or below the threshold (the default
+is ten times the LoCoMo and 10k-100k benchmark stores) the query is unchanged
+and results are exact. How many rows each word matches is counted once
+(``MATCH`` of the word alone) and kept by :class:`TermCounts` until the store
+grows by a quarter.
 """
 
 from __future__ import annotations
@@ -18,8 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ...models import SearchFilters, SearchResult
-from .bm25 import bm25_rowids, passing
-from .schema import SELECT, fts_query, row_to_memory, where_clause
+from .schema import SELECT, bm25_query, fts_query, row_to_memory, where_clause
 from .vectors import blob
 
 if TYPE_CHECKING:
@@ -29,7 +44,6 @@ if TYPE_CHECKING:
 
     from ...config import SearchConfig
     from ...embeddings import Embedder
-    from .keywords import TermCounts
     from .vectors import VectorIndex, Vectors
 
 T = TypeVar("T")
@@ -53,9 +67,9 @@ async def hybrid_search(db: aiosqlite.Connection, vectors: Vectors, embedder: Em
     and the row fetch. Each call of ``aiosqlite`` is a hand-over between two
     threads; five of them cost more than the SQL at 10k memories.
 
-    With ``terms`` (the store's :class:`~dexai_memory.providers.native.keywords.TermCounts`),
+    With ``terms`` (the store's :class:`~dexai_memory.providers.native.search.TermCounts`),
     a store above ``search.bm25_prune_threshold`` rows leaves the query's
-    common words out of BM25 (:func:`~dexai_memory.providers.native.keywords.prune`).
+    common words out of BM25 (:func:`~dexai_memory.providers.native.search.prune`).
     """
     if not query or not query.strip() or limit <= 0:
         return []
@@ -176,3 +190,146 @@ def _fuse_and_fetch(conn: sqlite3.Connection, cands: dict[int, _Candidate], weig
     by_rowid = {r[0]: row_to_memory(r[1:]) for r in rows}
     return [SearchResult(by_rowid[c.rowid], round(s, 6), c.bm25_rank, c.vector_rank, c.similarity)
             for s, c in top if c.rowid in by_rowid]
+
+
+# --------------------------------------------------------------------------- the BM25 side
+
+#: A word matching more than this share of the store's rows is left out above the threshold.
+COMMON_SHARE = 0.02
+
+
+class TermCounts:
+    """Rows matched per FTS5 query word, for one store (see the module docstring)."""
+
+    def __init__(self, max_words: int = 4096):
+        self.max_words = max_words
+        self._counts: dict[str, int] = {}
+        self._rows = 0
+
+    def rows(self, conn: sqlite3.Connection) -> int:
+        """The store's size in rows, estimated by the largest rowid (one index probe); drops the
+        counts kept when the store has grown by more than a quarter since."""
+        rows = int(conn.execute("SELECT max(rowid) FROM memories").fetchone()[0] or 0)
+        if rows > self._rows * 1.25 or rows < self._rows:
+            self._counts.clear()
+            self._rows = rows
+        return rows
+
+    def count(self, conn: sqlite3.Connection, phrase: str) -> int:
+        """How many rows match the FTS5 ``phrase`` (a quoted word)."""
+        found = self._counts.get(phrase)
+        if found is None:
+            found = int(conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                                     (phrase,)).fetchone()[0])
+            if len(self._counts) >= self.max_words:
+                self._counts.clear()
+            self._counts[phrase] = found
+        return found
+
+
+def prune(conn: sqlite3.Connection, match: str, counts: TermCounts, threshold: int, wanted: int) -> str:
+    """``match`` (an OR of quoted words, :func:`~dexai_memory.providers.native.schema.fts_query`)
+    without its common words when the store has more than ``threshold`` rows (0: never), as long
+    as the words kept match at least ``wanted`` rows; else ``match`` unchanged."""
+    phrases = match.split(" OR ")
+    if threshold <= 0 or len(phrases) < 2:
+        return match
+    rows = counts.rows(conn)
+    if rows <= threshold:
+        return match
+    matched = {p: counts.count(conn, p) for p in phrases}
+    kept = [p for p in phrases if matched[p] <= COMMON_SHARE * rows] or [min(phrases, key=matched.__getitem__)]
+    if len(kept) == len(phrases) or max(matched[p] for p in kept) < wanted:
+        return match
+    return " OR ".join(kept)
+
+
+def bm25_rowids(conn: sqlite3.Connection, match: str, where: str, params: Sequence[Any], n: int,
+                 user_id: str, pruning: tuple[TermCounts, int] | None = None) -> list[int]:
+    """(Connection thread.) The rowids of the best ``n`` BM25 hits passing ``where``, best first.
+
+    Ranks the FTS5 table alone, then checks ``where`` on the best few hits:
+    joining every match with ``memories`` before sorting cost twice as much
+    at 100k memories (a common word matches thousands of rows). The same
+    rows as :func:`~dexai_memory.providers.native.schema.bm25_query`, in the
+    same order; when the filter drops some, it looks further down.
+
+    In a store of several users, FTS5 is ranked within the rowid ranges of
+    ``user_id``'s memories (:func:`user_rowids`, at most four) when the user
+    owns most of them (same rows: the others are filtered out anyway): in a
+    store of 100 users x 10k, ranking every user's matches cost 80-300 ms
+    where the user's range costs 5 ms. When the filter still drops most hits (the
+    user's memories are spread among others', or a project filter), it joins
+    and filters before sorting, which costs in proportion to every match of
+    the store. Outside a user's range, a large store's query is pruned
+    (``pruning``: :func:`~dexai_memory.providers.native.search.prune`); a
+    range is at most 200k rows (:data:`_RANGE_SCAN`), ranked whole.
+    """
+    k = max(n * 4, 64)
+    ranges = user_rowids(conn, user_id)
+    if ranges is None and pruning is not None:
+        match = prune(conn, match, pruning[0], pruning[1], n)
+    while True:
+        ranked = _ranked(conn, match, ranges, k)
+        if not ranked:
+            return []
+        keep = passing(conn, ranked, where, params)
+        hits = [r for r in ranked if r in keep]
+        if len(hits) >= n or len(ranked) < k:
+            return hits[:n]
+        if 2 * len(hits) < len(ranked) or k >= 16_384:
+            # a selective filter (a store of many users, a project): join and filter before sorting
+            return [r[0] for r in conn.execute(*bm25_query("m.rowid", match, where, params, n))]
+        k *= 4
+
+
+def _ranked(conn: sqlite3.Connection, match: str, ranges: list[tuple[int, int]] | None, k: int) -> list[int]:
+    """The best ``k`` FTS5 hits of ``match`` (within ``ranges`` of rowids if given), best first."""
+    sql = "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?"
+    if ranges is None:
+        return [r[0] for r in conn.execute(sql + " ORDER BY bm25(memories_fts) LIMIT ?", (match, k))]
+    scored: list[tuple[float, int]] = []
+    for lo, hi in ranges:  # BM25 scores are the same in each query (IDF over the whole table): merged
+        scored += [(r[1], r[0]) for r in conn.execute(
+            sql + " AND rowid BETWEEN ? AND ? ORDER BY bm25(memories_fts) LIMIT ?", (match, lo, hi, k))]
+    scored.sort()
+    return [rowid for _, rowid in scored[:k]]
+
+
+#: :func:`user_rowids` reads at most this many index entries (a larger user is no small part of the store).
+_RANGE_SCAN = 100_000
+#: ... and splits them into at most this many runs (each one an FTS5 query: ~5 ms at 1M rows).
+_MAX_RUNS = 4
+
+
+def user_rowids(conn: sqlite3.Connection, user_id: str) -> list[tuple[int, int]] | None:
+    """(Connection thread.) Up to :data:`_MAX_RUNS` rowid ranges holding all of ``user_id``'s memories,
+    when others have memories too (two index probes), the user at most :data:`_RANGE_SCAN` and at
+    least half of the rows in the ranges (split at the widest gaps between the user's rowids);
+    else None (ranking the whole FTS5 table costs the same)."""
+    first = conn.execute("SELECT user_id FROM memories INDEXED BY ix_memories_user ORDER BY user_id LIMIT 1").fetchone()
+    last = conn.execute("SELECT user_id FROM memories INDEXED BY ix_memories_user ORDER BY user_id DESC LIMIT 1"
+                        ).fetchone()
+    if first is None or first[0] == last[0]:
+        return None
+    rowids = sorted(r[0] for r in conn.execute(
+        "SELECT rowid FROM memories INDEXED BY ix_memories_user WHERE user_id = ? LIMIT ?", (user_id, _RANGE_SCAN)))
+    if not rowids or len(rowids) >= _RANGE_SCAN:
+        return None
+    gaps = sorted(range(1, len(rowids)), key=lambda i: rowids[i] - rowids[i - 1], reverse=True)[:_MAX_RUNS - 1]
+    cuts = [0, *sorted(i for i in gaps if rowids[i] - rowids[i - 1] > 1), len(rowids)]
+    ranges = [(rowids[a], rowids[b - 1]) for a, b in zip(cuts, cuts[1:], strict=False)]
+    if 2 * len(rowids) < sum(hi - lo + 1 for lo, hi in ranges):
+        return None
+    return ranges
+
+
+def passing(conn: sqlite3.Connection, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
+    """(Connection thread.) Those of ``rowids`` whose memory passes ``where``.
+
+    ``NOT INDEXED``: by rowid, never through the user index, which SQLite otherwise picks and
+    which reads every memory of the user (19 ms at 100k memories instead of 0.3 ms).
+    """
+    return {r[0] for r in conn.execute(
+        f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
+        [*rowids, *params])}
