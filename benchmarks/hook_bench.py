@@ -67,7 +67,7 @@ from dexai_memory.daemon.session_state import EVENTS as HOOK_NAMES
 from dexai_memory.embeddings import OnnxMiniLMEmbedder
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.ranking import auto_recall, recall_block
-from dexai_memory.tokens import count_tokens
+from dexai_memory.text.tokens import count_tokens
 from testing.plugin_check import user_waits
 
 NAME = "hooks"
