@@ -494,7 +494,7 @@ async def diagnose(scenario: Scenario, arm: ArmResult, home: Path, api: FakeMess
         out["dead_letters"] = [d.to_dict() for d in queue.dead_letters()]
     log = home / "hooks.log"
     log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    out["hook_log"] = {"fallback_recall": log_text.count("fallback recall"),
+    out["hook_log"] = {"queued_for_replay": log_text.count("queued for it to replay"),
                        "daemon_failures": log_text.count("failed"),
                        "errors": [ln for ln in log_text.splitlines() if " ERROR " in ln][-5:]}
     for r in arm.rounds:

@@ -12,12 +12,12 @@ earlier events (a note on ``release/2.4``, how ``make proto`` regenerates ``prot
 two labels were added when the run showed them (the first run with them read 0.92 / 0.92 in
 sample).
 
-Each session runs the hook's own code: :func:`dexai_memory.daemon.prefetch_items.run_prefetch`
+Each session runs the executor's own code: :func:`dexai_memory.daemon.prefetch_items.run_prefetch`
 (items from the payload, once per item per session, memories already prefetched skipped)
-on :func:`dexai_memory.recall.prefetch.prefetch`, over
+on :func:`dexai_memory.recall.prefetch.prefetch`, over the native provider
 
-* ``reader``: the command hook with no daemon, BM25 on the read-only SQLite reader;
-* ``provider``: the daemon's path, hybrid search (BM25 + vectors) on the native provider.
+* ``bm25``: with no embedder (keyword search only; ``--quick`` runs this alone);
+* ``hybrid``: the daemon's configured search (BM25 + vectors).
 
 Figures (per source): **precision** = prefetched memories that were labelled needed / all
 prefetched; **recall** = labelled memories prefetched / all labelled; items and tokens added
@@ -32,11 +32,10 @@ the figures as a regression check of the rules (precision should stay near 1, re
 what the rules miss on purpose: a generic file name like ``README.md`` or an error with one
 distinctive word), not as a field measurement.
 
-The full run also times the real command hook process (PostToolUse on a ``Read``, no daemon)
-for a file memory knows about, one it does not, and with the prefetch off, interleaved. The figures are also in-sample: the first run
+What a PostToolUse hook costs the user is measured by ``benchmarks.hook_bench``. The figures are also in-sample: the first run
 (precision 0.91, recall 0.84) led to two rule changes (whole-path matching, so
 ``invoice.py`` is not named by ``test_invoice.py``; the failing command's program words are
-no needle) and one label fix, on this same corpus. ``--quick`` runs the reader only.
+no needle) and one label fix, on this same corpus.
 
 Run: ``python -m benchmarks.prefetch_bench`` (writes ``benchmarks/results/prefetch_bench.json``).
 """
@@ -54,13 +53,10 @@ from typing import Any
 from benchmarks.common import arg_parser, format_table, run_main, say, write_result
 from dexai_memory.capture.episodes import Episode, forms_of
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.daemon.executor import Block
 from dexai_memory.daemon.prefetch_items import run_prefetch
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.recall.prefetch import prefetch
-from dexai_memory.recall.source import RecallSource, run_now
 from dexai_memory.text.tokens import count_tokens
 
 NAME = "prefetch_bench"
@@ -84,22 +80,19 @@ def corpus_memories(corpus: dict[str, Any]) -> list[Memory]:
     return out
 
 
-class SourceBackend:
-    """The hook backend's ``prefetch`` on a recall source (sync for the reader, a loop for the provider)."""
+class Lookup:
+    """The executor's prefetch lookup on one provider (:func:`dexai_memory.recall.prefetch.prefetch`),
+    remembering what the last call returned."""
 
-    def __init__(self, source: RecallSource, loop: asyncio.AbstractEventLoop | None = None):
-        self.source = source
-        self.loop = loop
+    def __init__(self, provider: NativeProvider):
+        self.provider = provider
         #: The memories the last call returned (reset by the caller before each event).
         self.last: tuple[str, ...] = ()
 
-    def prefetch(self, *, user_id: str, items: Sequence[Any], project: str | None, local: str | None,
-                 exclude_ids: Sequence[str], max_tokens: int, max_items: int) -> Block:
-        coro = prefetch(self.source, user_id, items, max_tokens=max_tokens, max_items=max_items, project=project,
-                        local=local, exclude_ids=exclude_ids)
-        result = run_now(coro) if self.loop is None else self.loop.run_until_complete(coro)
-        self.last = result.memory_ids
-        return Block(result.text, result.memory_ids)
+    async def __call__(self, items: Sequence[Any], **kwargs: Any) -> Any:
+        result = await prefetch(self.provider, USER, items, **kwargs)
+        self.last = tuple(result.memory_ids)
+        return result
 
 
 def payload_of(event: dict[str, Any], session: str, cwd: str) -> dict[str, Any]:
@@ -113,16 +106,17 @@ def payload_of(event: dict[str, Any], session: str, cwd: str) -> dict[str, Any]:
     return payload
 
 
-def run_sessions(settings: Settings, backend: SourceBackend, corpus: dict[str, Any], tag: str) -> list[dict[str, Any]]:
+async def run_sessions(settings: Settings, lookup: Lookup, corpus: dict[str, Any], tag: str) -> list[dict[str, Any]]:
     rows = []
     for n, session in enumerate(corpus["sessions"]):
         sid = f"{tag}-{n}"
         for event in session["events"]:
-            backend.last = ()
+            lookup.last = ()
             t0 = time.perf_counter()
-            text = run_prefetch(settings, backend, payload_of(event, sid, corpus["cwd"]), user_id=USER, project=None)
+            text = await run_prefetch(settings, lookup, payload_of(event, sid, corpus["cwd"]), project=None,
+                                      local=corpus["cwd"])
             ms = (time.perf_counter() - t0) * 1000
-            shown = list(backend.last)
+            shown = list(lookup.last)
             rows.append({"session": session["name"], "held_out": bool(session.get("held_out")), "tool": event["tool"],
                          "target": event["input"].get("file_path") or event["input"].get("command"),
                          "needed": event["needed"], "prefetched": shown, "tokens": count_tokens(text) if text else 0,
@@ -144,45 +138,15 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "mean_ms": round(sum(r["ms"] for r in rows) / len(rows), 2)}
 
 
-#: Hook processes timed per arm (full run only).
-HOOK_RUNS = 15
-
-
-def hook_process_ms(home: Path, cwd: str, runs: int = HOOK_RUNS) -> dict[str, Any]:
-    """Wall time of the real command hook (``python -m dexai_memory.hook_runtime post-tool-use``,
-    no daemon) for a ``Read`` of a file memory knows about, of one it does not, and with the
-    prefetch off (``hooks.prefetch_tokens: 0``); the arms interleaved in one run (shared machine)."""
-    import os
-    import statistics
-    import subprocess
-    import sys
-
-    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": USER, "DEXAI_DAEMON_AUTOSTART": "0"}
-    arms = {"known_file": "src/billing/invoice.py", "unknown_file": "src/nothing/here.py", "prefetch_off": None}
-    times: dict[str, list[float]] = {a: [] for a in arms}
-    config = home / "memory.yaml"
-    for n in range(runs):
-        for arm, rel in arms.items():
-            config.write_text("hooks:\n  prefetch_tokens: 0\n" if rel is None else "")
-            payload = {"session_id": f"hook-{arm}-{n}", "cwd": cwd, "tool_name": "Read", "tool_response": "x = 1",
-                       "tool_input": {"file_path": f"{cwd}/{rel or 'src/billing/invoice.py'}"}}
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", "post-tool-use"], env=env,
-                           input=json.dumps(payload), capture_output=True, text=True, check=True, timeout=60)
-            times[arm].append((time.perf_counter() - t0) * 1000)
-    config.unlink()
-    out: dict[str, Any] = {}
-    for arm, ts in times.items():
-        ts.sort()
-        out[arm] = {"p50_ms": round(statistics.median(ts), 1), "p95_ms": round(ts[max(0, int(len(ts) * 0.95) - 1)], 1)}
-    out["load_average"] = round(os.getloadavg()[0], 2)
-    return out
-
-
 async def _store(path: Path, memories: list[Memory], embedder: Any) -> None:
     async with NativeProvider(path, embedder=embedder) as provider:
         for memory in memories:
             await provider.add(memory)
+
+
+async def _sessions(settings: Settings, corpus: dict[str, Any], embedder: Any, tag: str) -> list[dict[str, Any]]:
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider:
+        return await run_sessions(settings, Lookup(provider), corpus, tag)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -199,20 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             embedder = make_embedder(settings.embedding)
         say(f"storing {len(memories)} memories")
         asyncio.run(_store(settings.db_path, memories, embedder))
-        with SqliteReader(settings.db_path) as reader:
-            results["reader"] = run_sessions(settings, SourceBackend(reader), corpus, "reader")
-        hook = None if args.quick else hook_process_ms(settings.home, corpus["cwd"])
-        if not args.quick:
-            loop = asyncio.new_event_loop()
-            try:
-                provider = NativeProvider(settings.db_path, embedder=embedder)
-                loop.run_until_complete(provider.start())
-                try:
-                    results["provider"] = run_sessions(settings, SourceBackend(provider, loop), corpus, "provider")
-                finally:
-                    loop.run_until_complete(provider.aclose())
-            finally:
-                loop.close()
+        results["bm25"] = asyncio.run(_sessions(settings, corpus, None, "bm25"))
+        if embedder is not None:
+            results["hybrid"] = asyncio.run(_sessions(settings, corpus, embedder, "hybrid"))
     summary_by = {}
     for name, rows in results.items():
         summary_by[name] = score([r for r in rows if not r["held_out"]])
@@ -223,24 +176,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{s['false_alarms']}/{s['quiet_events']}", s["mean_ms"]] for name, s in summary_by.items()],
                        title="File-aware prefetch (hand-labelled proxy, see the docstring)"))
     misses = [(r["target"], sorted(set(r["needed"]) - set(r["prefetched"])),
-               sorted(set(r["prefetched"]) - set(r["needed"]))) for r in results["reader"]
+               sorted(set(r["prefetched"]) - set(r["needed"]))) for r in results["bm25"]
               if set(r["needed"]) != set(r["prefetched"])]
     for target, missed, extra in misses:
-        print(f"  reader: {target}: missed {missed} extra {extra}")
-    if hook is not None:
-        print(format_table(["Read, hook process (no daemon)", "p50 ms", "p95 ms"],
-                           [[arm, v["p50_ms"], v["p95_ms"]] for arm, v in hook.items() if isinstance(v, dict)],
-                           title=f"PostToolUse wall time, {HOOK_RUNS} runs per arm, load {hook['load_average']}"))
+        print(f"  bm25: {target}: missed {missed} extra {extra}")
     summary = {f"{name}_{k}": v for name, s in summary_by.items() for k, v in s.items()
                if k in ("precision", "recall", "items_per_event", "tokens_per_event", "false_alarms")}
-    for arm, v in (hook or {}).items():
-        if isinstance(v, dict):
-            summary[f"hook_{arm}_p50_ms"], summary[f"hook_{arm}_p95_ms"] = v["p50_ms"], v["p95_ms"]
     path = write_result(NAME, quick=args.quick, params={"corpus": CORPUS.name, "memories": len(memories),
                                                         "events": sum(len(s["events"]) for s in corpus["sessions"]),
                                                         "prefetch_tokens": settings.hooks.prefetch_tokens,
                                                         "prefetch_items": settings.hooks.prefetch_items},
-                        summary=summary, results={"scores": summary_by, "events": results, "hook_process": hook},
+                        summary=summary, results={"scores": summary_by, "events": results},
                         out_dir=args.out)
     print(f"wrote {path}")
     return 0
