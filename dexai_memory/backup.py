@@ -173,7 +173,7 @@ def prune_backups(directory: Path, keep: int) -> list[Path]:
 def daemon_running(settings: Settings) -> bool:
     """Whether a daemon (or another queue worker) is running on this data directory:
     it answers on the socket, or holds the queue's worker lock."""
-    from .ipc import ipc_request
+    from .daemon.ipc import ipc_request
 
     reply = ipc_request(settings.socket_path, {"op": "ping"}, 1.0)
     if reply is not None:

@@ -85,11 +85,11 @@ class LazyMemoryTools(MemoryTools):
 
 def tools_from_env() -> LazyMemoryTools:
     """The tools for this process: user, project and session exactly as the command hooks see them."""
-    from .hooks.state import project_for, user_id_for
+    from .daemon.session_state import project_for, user_id_for
 
     payload: dict[str, Any] = {"cwd": os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(),
                                "session_id": os.environ.get(SESSION_ENV)}
-    return LazyMemoryTools(user_id_for(payload), project=project_for(payload),
+    return LazyMemoryTools(user_id_for(), project=project_for(),
                            session_id=payload["session_id"] or None)
 
 
