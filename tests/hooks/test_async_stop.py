@@ -4,6 +4,7 @@ reaches ``queue.db`` shows what was captured (a gate that passes every non-fille
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,9 +19,21 @@ import pytest
 from dexai_memory.capture.gate import Gate
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon.core import MemoryDaemon
-from dexai_memory.daemon.session_state import load_session, pending_prompts, save_session, session_file
+from dexai_memory.daemon.session_state import (
+    load_session,
+    pending_prompts,
+    save_session,
+    session_file,
+)
 from dexai_memory.providers.native import NativeProvider
-from tests.hook_daemon import LAUNCHER, handle, queued_events, queued_turns, running_daemon, write_transcript
+from tests.hook_daemon import (
+    LAUNCHER,
+    handle,
+    queued_events,
+    queued_turns,
+    running_daemon,
+    write_transcript,
+)
 
 SID = "s-async"
 
@@ -120,6 +133,24 @@ async def test_each_prompt_is_pending_once(daemon: MemoryDaemon, settings: Setti
     assert [p["prompt_id"] for p in pending_prompts(load_session(settings, SID))] == ["p1", "p2"]
 
 
+def _stop_killed_by_sigterm(mode: str) -> tuple[int, str]:
+    """Run the launcher's Stop, send it SIGTERM once Python runs, then give it its input."""
+    env = {**os.environ, "DEXAI_HOOK_PYTHON": sys.executable, "DEXAI_MEMORY_USER": "dana"}
+    proc = subprocess.Popen([str(LAUNCHER), "stop", *([mode] if mode else [])], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        # the launcher sets its disposition before it reads its input (Python inherits it)
+        deadline = time.monotonic() + (30 if mode else 0.5)
+        while time.monotonic() < deadline and not _ignores_sigterm(proc.pid):
+            time.sleep(0.01)
+        assert _ignores_sigterm(proc.pid) == bool(mode)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(json.dumps({"session_id": SID, "last_assistant_message": "Noted."}), timeout=60)
+    finally:
+        proc.kill()
+    return proc.returncode, out
+
+
 def _ignores_sigterm(pid: int) -> bool:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("SigIgn:"):
@@ -139,24 +170,12 @@ async def test_an_async_hook_finishes_after_the_sigterm_claude_p_sends(settings:
         async with running_daemon(settings, provider, gate=Gate(0.0)) as daemon:
             await prompt(daemon, "My name is Dana and I prefer pytest over unittest.", "p1")
     # the turn's prompt was recorded while a daemon ran; none answers its Stop
-    env = {**os.environ, "DEXAI_HOOK_PYTHON": sys.executable, "DEXAI_MEMORY_USER": "dana"}
-    proc = subprocess.Popen([str(LAUNCHER), "stop", *([mode] if mode else [])], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        deadline = time.monotonic() + 30
-        # the hook waits for its input; once Python runs, SIGTERM's disposition is what it inherited
-        while time.monotonic() < deadline and "python" not in Path(f"/proc/{proc.pid}/cmdline").read_text():
-            time.sleep(0.01)
-        assert _ignores_sigterm(proc.pid) == bool(mode)
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(json.dumps({"session_id": SID, "last_assistant_message": "Noted."}), timeout=60)
-    finally:
-        proc.kill()
+    returncode, out = await asyncio.to_thread(_stop_killed_by_sigterm, mode)
     saved = queued_events(settings.home)
     if not mode:
-        assert proc.returncode == -signal.SIGTERM and saved == []
+        assert returncode == -signal.SIGTERM and saved == []
         return
-    assert proc.returncode == 0 and out.strip() == "{}"
+    assert returncode == 0 and out.strip() == "{}"
     assert [(e["event"], e["background"], e["payload"]["session_id"]) for e in saved] == [("stop", True, SID)]
     async with NativeProvider(settings.db_path, embedder=None) as provider:
         async with running_daemon(settings, provider, gate=Gate(0.0)):

@@ -78,26 +78,24 @@ async def test_sdk_hooks_count_a_citation_once_per_session(provider: NativeProvi
     assert (await provider.get(other.id, user_id=U)).citation_count == 0  # injected, ignored
 
 
-async def test_daemon_socket_operation_counts_citations(provider: NativeProvider, settings: Settings) -> None:
-    from dexai_memory.daemon.actions import register_ipc_ops
+async def test_hook_events_over_the_daemon_socket_count_citations(provider: NativeProvider,
+                                                                  settings: Settings) -> None:
+    """The command hook's path: SessionStart and Stop as ``hook.event`` requests on a running
+    daemon's socket; the reply's citation of an injected memory is counted."""
+    from dexai_memory.daemon.ipc import ipc_request
+    from tests.hook_daemon import event, running_daemon
 
-    class Daemon:  # what register_ipc_ops reads from a daemon: its socket server and provider
-        def __init__(self) -> None:
-            self.ops: dict[str, Any] = {}
-            self.ipc = self
-            self.provider = provider
-            self.settings = settings
-
-        def register(self, op: str, handler: Any) -> None:
-            self.ops[op] = handler
-
-    hint = await provider.add(Memory(content="The orders service runs on port 8443", user_id=U))
-    daemon = Daemon()
-    register_ipc_ops(daemon, HookActions(settings, provider))  # type: ignore[arg-type]
-    reply = await daemon.ops["hook.turn_end"]({"user_id": U, "session_id": "s9", "injected": [hint.id, "m_gone"],
-                                               "reply": "Use port 8443 of the orders service."})
-    assert reply == {"cited": [hint.id]}
-    assert (await provider.get(hint.id, user_id=U)).citation_count == 1
+    hint = await provider.add(Memory(content="The orders service runs on port 8443", user_id=U, importance=8))
+    async with running_daemon(settings, provider, serve_socket=True):
+        for name, payload in (("session-start", {"session_id": "s9", "source": "startup"}),
+                              ("stop", {"session_id": "s9", "last_assistant_message":
+                                        "Use port 8443 of the orders service."})):
+            request = {"op": "hook.event", **event(name, payload, user=U).to_json()}
+            reply = await asyncio.to_thread(ipc_request, settings.socket_path, request, 30.0)
+            assert reply is not None and reply["ok"], reply
+            if name == "session-start":
+                assert "port 8443" in reply["answer"]["hookSpecificOutput"]["additionalContext"]
+        assert await citations(provider, hint.id, 1) == 1
 
 
 def test_get_shows_the_counts(settings: Settings) -> None:
