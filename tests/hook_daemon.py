@@ -114,3 +114,22 @@ def write_transcript(path: Path, turns: list[tuple[str, str]]) -> Path:
         for role, text in turns:
             fh.write(json.dumps({"type": role, "message": {"role": role, "content": text}}) + "\n")
     return path
+
+
+async def hook_block(settings: Settings, provider: MemoryProvider, user: str, *, query: str | None = None,
+                     after_compaction: bool = False, session: str = "hook-block") -> str:
+    """What the hooks inject, from a daemon on ``provider``: SessionStart's L1 block (startup, or
+    compact: after a compaction whose last prompt was ``query``), or with ``query`` and no
+    compaction the prompt's auto-recall (UserPromptSubmit)."""
+    from dexai_memory.daemon.session_state import write_marker
+
+    async with running_daemon(settings, provider) as daemon:
+        if after_compaction:
+            write_marker(settings, session, {"recent_prompts": [query] if query else []})
+            answer = await handle(daemon, "session-start", {"session_id": session, "source": "compact"}, user=user)
+            return context_of(answer, "SessionStart")
+        if query is None:
+            answer = await handle(daemon, "session-start", {"session_id": session, "source": "startup"}, user=user)
+            return context_of(answer, "SessionStart")
+        answer = await handle(daemon, "user-prompt-submit", {"session_id": session, "prompt": query}, user=user)
+        return context_of(answer, "UserPromptSubmit")
