@@ -163,6 +163,9 @@ def test_a_daemon_of_another_version_is_replaced(settings: Settings, monkeypatch
     while time.monotonic() < deadline and read_pid(settings) in (None, old):
         time.sleep(0.2)
     assert read_pid(settings) not in (None, old)
+    deadline = time.monotonic() + 15  # the old one released its lock: it is on its way out
+    while time.monotonic() < deadline and _alive(old):
+        time.sleep(0.1)
     assert not _alive(old)
 
 

@@ -12,6 +12,7 @@ not finish)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -22,8 +23,7 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
-from dexai_memory.providers.native.reader import SqliteReader
-from dexai_memory.recall.source import run_now
+from dexai_memory.providers.native import NativeProvider
 from dexai_memory.testing.fakeapi import FakeMessagesAPI, ToolUse, text_of
 
 from .test_installed_e2e import REPO, mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
@@ -52,8 +52,11 @@ def wait_for_empty_queue(home: Path, seconds: float = 60) -> None:
 
 
 def stored(home: Path) -> list[str]:
-    with SqliteReader(load_settings(home=home).db_path) as reader:
-        return [m.content for m in run_now(reader.list(user_id="dana"))]
+    async def read() -> list[str]:
+        async with NativeProvider(load_settings(home=home).db_path, embedder=None) as provider:
+            return [m.content for m in await provider.list(user_id="dana")]
+
+    return asyncio.run(read())
 
 
 def async_stop_plugin(dest: Path) -> Path:

@@ -9,6 +9,7 @@ session and the prefetch rightly adds nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,10 +18,9 @@ from typing import Any
 import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
-from dexai_memory.config import load_settings
-from dexai_memory.models import MemoryType, SearchFilters
-from dexai_memory.providers.native.reader import SqliteReader
-from dexai_memory.recall.source import run_now
+from dexai_memory.config import Settings, load_settings
+from dexai_memory.models import Memory, MemoryType, SearchFilters
+from dexai_memory.providers.native import NativeProvider
 from dexai_memory.testing.fakeapi import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -69,6 +69,15 @@ def _session_opening(run: Any, api: FakeMessagesAPI, source: Path,
                         when=opens_file)
 
 
+
+def episodes_of(settings: Settings) -> list[Memory]:
+    """Dana's episodes in the store (read after the sessions, with no daemon writing)."""
+    async def read() -> list[Memory]:
+        async with NativeProvider(settings.db_path, embedder=None) as provider:
+            return await provider.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,)))
+
+    return asyncio.run(read())
+
 @pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
 def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         tmp_path: Path, mem_home: Path, autostart: bool) -> None:  # noqa: F811
@@ -99,8 +108,7 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         assert KEY in memory_text(text_of(before))
         assert "Known about src/billing/invoice.py" not in text_of(after)
         assert text_of(after).count(KEY) == text_of(before).count(KEY)
-    with SqliteReader(settings.db_path) as reader:
-        episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+    episodes = episodes_of(settings)
     # one-prompt sessions that edited nothing are kept as their facts, not as episodes
     assert episodes == [], [e.content for e in episodes]
 
@@ -124,6 +132,5 @@ def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
     remembered = memory_text(text_of(after))
     assert "reconnect the VPN" in remembered, remembered
     # the session that ran the command is an episode, with the command among its artifacts
-    with SqliteReader(load_settings(home=mem_home).db_path) as reader:
-        episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+    episodes = episodes_of(load_settings(home=mem_home))
     assert [e.metadata["artifacts"]["commands"] for e in episodes] == [[command]], [e.content for e in episodes]
