@@ -30,7 +30,14 @@ from dexai_memory.testing.fakeapi import (
     text_of,
 )
 
-from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+from .test_installed_e2e import (  # noqa: F401 - mem_home is a fixture
+    drained,
+    mem_home,
+    memory_text,
+    replayed_by_a_later_daemon,
+    runner,
+    users_daemon,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +85,7 @@ def episodes_of(settings: Settings) -> list[Memory]:
 
     return asyncio.run(read())
 
-@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "no-daemon-then-replayed"])
 def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         tmp_path: Path, mem_home: Path, autostart: bool) -> None:  # noqa: F811
     settings = load_settings(home=mem_home)
@@ -97,6 +104,8 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
                     if queue.pending_count() == 0:
                         break
                 time.sleep(0.2)
+        else:  # the daemon the user starts replays the session and answers the later ones
+            replayed_by_a_later_daemon(mem_home)
         # 1. the decision reaches the model when the file is opened
         before, after = _session_opening(run, api, source, OPEN_PROMPT)
         assert KEY not in text_of(before), "shown before the file was opened"
@@ -123,9 +132,11 @@ def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
     command = "python3 -c \"raise ConnectionResetError('Connection reset by peer')\""
     mem_home.mkdir(parents=True, exist_ok=True)
     (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    users_daemon(mem_home)  # autostart off: the user runs the daemon
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=False)
         run(lesson).check()
+        drained(mem_home)
         _, after = tool_session(run, api, prompt, ToolUse("Bash", {"command": command, "description": "run the export"}),
                                 "The VPN is down.")
     assert "ConnectionResetError" in text_of(after)  # the failure itself
