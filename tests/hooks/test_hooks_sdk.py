@@ -72,7 +72,8 @@ def test_hook_events_and_matchers(settings: Settings) -> None:
     assert all(isinstance(m, HookMatcher) and m.hooks for ms in hooks.values() for m in ms)
 
 
-async def test_user_prompt_submit_auto_recall(open_hooks: Callable[..., Any], provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+async def test_user_prompt_submit_auto_recall(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
     hooks = open_hooks(provider, user_id="alice", settings=settings)
     out = await call(hooks, "UserPromptSubmit", {"session_id": "s1", "prompt": "staging database password hint?",
                                                  "cwd": str(tmp_path)})
@@ -83,7 +84,8 @@ async def test_user_prompt_submit_auto_recall(open_hooks: Callable[..., Any], pr
     assert again == {}  # injected already in this session
 
 
-async def test_compaction_cycle(open_hooks: Callable[..., Any], provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+async def test_compaction_cycle(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
     hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "s2", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
     assert await call(hooks, "PreCompact", {**base, "trigger": "manual", "custom_instructions": None}) == {}
@@ -110,8 +112,8 @@ async def test_prompt_after_compaction_reinjects_when_session_start_missed(open_
     assert read_marker(settings, "s3") is None
 
 
-async def test_stop_and_tool_results_go_to_the_queue(open_hooks: Callable[..., Any], provider: NativeProvider, settings: Settings,
-                                                     tmp_path: Path) -> None:
+async def test_stop_and_tool_results_go_to_the_queue(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
     hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "s4", "cwd": str(tmp_path)}
     await call(hooks, "UserPromptSubmit", {**base, "prompt": "Remember that I prefer Fridays for deploys",
@@ -140,8 +142,8 @@ async def test_internal_error_answers_empty(open_hooks: Callable[..., Any], sett
     assert read_marker(settings, "s5") is not None  # written before the failing step
 
 
-async def test_disabled_for_subagents_and_projects(open_hooks: Callable[..., Any], provider: NativeProvider, tmp_path: Path,
-                                                   isolated_home: Path) -> None:
+async def test_disabled_for_subagents_and_projects(open_hooks: Callable[..., Any],
+        provider: NativeProvider, tmp_path: Path, isolated_home: Path) -> None:
     cfg = tmp_path / "m.yaml"
     cfg.write_text(f"hooks:\n  disabled_projects: [{tmp_path / 'private'}]\n")
     settings = load_settings(cfg, home=isolated_home)
@@ -205,10 +207,11 @@ async def test_sdk_turns_carry_their_time_so_tomorrow_becomes_a_dated_commitment
         [(m.content, m.metadata) for m in memories]
 
 
-async def test_provider_mode_extracts_queued_turns_in_process(open_hooks: Callable[..., Any], provider: NativeProvider, settings: Settings,
-                                                             tmp_path: Path) -> None:
-    """memory_hooks(provider): no daemon anywhere, the turn is still stored (in the background
-    after Stop, and for certain at PreCompact)."""
+async def test_provider_mode_extracts_queued_turns_in_process(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    """memory_hooks(provider): no daemon process; the MemoryDaemon the first callback starts on
+    the provider, in this process, stores the turn (in the background after Stop, and for
+    certain at PreCompact)."""
     hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "pm1", "cwd": str(tmp_path)}
     await call(hooks, "UserPromptSubmit", {**base, "prompt": "I live in Lisbon and my dentist is Dr Costa",

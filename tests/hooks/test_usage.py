@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from dexai_memory.cli.main import cli
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon.actions import HookActions
-from dexai_memory.hooks.sdk import memory_hooks
+from dexai_memory.hooks.sdk import MemoryHooks
 from dexai_memory.lifecycle.usage import used_in
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
@@ -66,16 +66,20 @@ async def test_sdk_hooks_count_a_citation_once_per_session(provider: NativeProvi
                                      importance=8))
     other = await provider.add(Memory(content="Alice prefers short answers", user_id=U,
                                       type=MemoryType.PREFERENCE, importance=8))
-    hooks = memory_hooks(provider, user_id=U, settings=settings)
-    base = {"session_id": "s1", "cwd": str(tmp_path)}
-    start = await call(hooks, "SessionStart", {**base, "source": "startup"})
-    assert "KIWI-9" in json.dumps(start)
-    await call(hooks, "Stop", {**base, "last_assistant_message": "The staging hint is KIWI-9 (database password)."})
-    assert await citations(provider, hint.id, 1) == 1
-    await call(hooks, "Stop", {**base, "last_assistant_message": "Again: KIWI-9 is the staging database hint."})
-    await asyncio.sleep(0.1)
-    assert (await provider.get(hint.id, user_id=U)).citation_count == 1  # once per session
-    assert (await provider.get(other.id, user_id=U)).citation_count == 0  # injected, ignored
+    sdk = MemoryHooks(provider, user_id=U, settings=settings)  # a daemon on the provider, in this process
+    try:
+        hooks = sdk.as_dict()
+        base = {"session_id": "s1", "cwd": str(tmp_path)}
+        start = await call(hooks, "SessionStart", {**base, "source": "startup"})
+        assert "KIWI-9" in json.dumps(start)
+        await call(hooks, "Stop", {**base, "last_assistant_message": "The staging hint is KIWI-9 (database password)."})
+        assert await citations(provider, hint.id, 1) == 1
+        await call(hooks, "Stop", {**base, "last_assistant_message": "Again: KIWI-9 is the staging database hint."})
+        await asyncio.sleep(0.1)
+        assert (await provider.get(hint.id, user_id=U)).citation_count == 1  # once per session
+        assert (await provider.get(other.id, user_id=U)).citation_count == 0  # injected, ignored
+    finally:
+        await sdk.aclose()
 
 
 async def test_hook_events_over_the_daemon_socket_count_citations(provider: NativeProvider,
