@@ -17,7 +17,6 @@ Where files are looked up, later ones overriding earlier ones:
 from __future__ import annotations
 
 import dataclasses
-import logging
 import types
 import typing
 from collections.abc import Mapping
@@ -493,11 +492,6 @@ def _convert(value: Any, hint: Any, key: str, path: str, meta: Mapping[str, Any]
     return value
 
 
-#: Keys of earlier versions that no longer mean anything: a file that still sets them loads (a
-#: warning names them) instead of turning memory off until it is edited.
-RETIRED_KEYS = frozenset({"hooks.daemon_timeout_seconds", "hooks.inline_flush_seconds"})
-
-
 def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError(f"expected a mapping, got {data!r}", path=path, key=prefix or None)
@@ -506,9 +500,8 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any
     changes: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
-        if dotted in RETIRED_KEYS:
-            logging.getLogger(__name__).warning("%s: %s is no longer used; remove it", path, dotted)
-            continue
+        if dotted in ("hooks.daemon_timeout_seconds", "hooks.inline_flush_seconds"):  # earlier versions' keys
+            continue  # an old file still loads (refusing it would turn memory off in every hook)
         if key not in names or key == "home":
             known = ", ".join(n for n in names if n != "home")
             raise ConfigError(f"unknown key (known keys: {known})", path=path, key=dotted)
