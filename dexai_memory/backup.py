@@ -175,12 +175,14 @@ def daemon_running(settings: Settings) -> bool:
     it answers on the socket, or holds the queue's worker lock."""
     import socket
 
-    # a connect on the socket (the daemon sits above this module: no import of its client here)
+    # a ping on the socket (the daemon sits above this module: no import of its client here)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(1.0)
         try:
             sock.connect(str(settings.socket_path))
-            return True
+            sock.sendall(b'{"op": "ping"}\n')
+            if sock.recv(65536):
+                return True
         except OSError:
             pass
     lock = settings.home / (QUEUE_FILENAME + ".lock")
