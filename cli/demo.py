@@ -5,8 +5,8 @@ Everything happens in a throw-away directory: a fake Anthropic Messages API on
 runs with the dexai-memory plugin loaded, and a fresh, empty memory store. Your own data directory and ``~/.claude`` are never touched.
 
 Steps, as a user lives them: the user states facts in the first prompt -> the
-plugin's hooks queue the turn and start the memory daemon themselves (or, with
-``daemon.autostart: false``, extract inline at PreCompact) -> ``/compact``
+plugin's hooks queue the turn and start the memory daemon themselves (with
+``daemon.autostart: false`` the events wait in the queue for a daemon you run) -> ``/compact``
 whose summary keeps none of them -> the next prompt, whose request must carry
 the facts again (re-injected after compaction). Nothing is written to the store
 by the demo and no API key is used. Exit 0 when every fact made it.
@@ -104,8 +104,8 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
     """Show facts said in a real Claude Code session survive /compact (offline, in a temp dir).
 
     Nothing is set up behind the session's back: the plugin's hooks capture what the user
-    says, start the memory daemon themselves (or extract inline when daemon.autostart is
-    off), and put the facts back after compaction. No API key is used.
+    says, start the memory daemon themselves, and put the facts back after compaction. No API
+    key is used.
     """
     try:
         from dexai_memory.daemon.control import lock_held, stop
@@ -141,7 +141,9 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
                      "Haiku through Claude Code within extraction.daily_token_budget, and falls back to these "
                      "rules; the fake API cannot play Haiku")
             out.info(f"an empty memory store in {home}; nothing else is started by this demo")
+            # autostart on, as a user's default (the demo's daemon is stopped at the end)
             env = {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "demo", "DEXAI_EXTRACTOR": "offline",
+                   "DEXAI_DAEMON_AUTOSTART": "1",
                    "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
             run = ClaudeRun(home=tmp / "claude-home", base_url=api.base_url, cwd=tmp / "project",
                             plugin_dirs=[plugin], env=env, timeout=timeout, auth="token")
@@ -154,7 +156,7 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
             report["daemon_started_by_hooks"] = started
             out.info("the Stop hook queued the turn for extraction"
                      + ("; the hooks started the memory daemon (detached) to extract it" if started else
-                        " (daemon.autostart is off: PreCompact will extract it inline)"))
+                        " (daemon.autostart is off: it waits in the queue for a daemon)"))
             out.step(f'Another turn: "{FILLER}"')
             if not run.resume(FILLER).ok:
                 raise click.ClickException("Claude Code failed on the second prompt")

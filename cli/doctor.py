@@ -214,8 +214,8 @@ def _queue_checks(settings: Settings) -> list[Check]:
     elif autostart_enabled(settings):
         checks = [Check("daemon", True, "not running; the hooks start one when needed (daemon.autostart)")]
     else:
-        checks = [Check("daemon", True, "not running, autostart off: hooks extract at PreCompact/SessionEnd; "
-                                        "run 'dexai daemon start' (or your service) for extraction after every turn")]
+        checks = [Check("daemon", True, "not running, autostart off: hook events wait in queue.db until a daemon "
+                                        "starts; run 'dexai daemon start' (or your service)")]
     path = settings.home / "queue.db"
     if not path.exists():
         return [*checks, Check("extraction queue", True, "empty (no queue.db yet)")]
@@ -225,6 +225,8 @@ def _queue_checks(settings: Settings) -> list[Check]:
         dead = conn.execute("SELECT COUNT(*) FROM dead_letters").fetchone()[0] if "dead_letters" in tables else 0
         pending, oldest = (conn.execute("SELECT COUNT(*), MIN(enqueued_at) FROM jobs WHERE status = 'pending'")
                            .fetchone() if "jobs" in tables else (0, None))
+        events, first_event = (conn.execute("SELECT COUNT(*), MIN(received_at) FROM hook_events").fetchone()
+                               if "hook_events" in tables else (0, None))
         conn.close()
     except sqlite3.Error as exc:
         return [*checks, Check("extraction queue", False, f"{path}: {exc}",
@@ -232,6 +234,10 @@ def _queue_checks(settings: Settings) -> list[Check]:
     if dead:
         return [*checks, Check("extraction queue", False, f"{dead} failed extraction(s) kept as dead letters",
                                "dexai memory retry  (replays them)")]
+    held = time.time() - first_event if first_event else 0.0
+    if events and held > STALE_QUEUE_SECONDS and not lock_held(settings):
+        return [*checks, Check("extraction queue", False, f"{events} hook event(s) waiting {held / 60:.0f} min "
+                               "with no daemon to replay them", "dexai daemon start  (replays them at its start)")]
     waited = time.time() - oldest if oldest else 0.0
     if pending and waited > STALE_QUEUE_SECONDS and not lock_held(settings):
         fix = ("dexai memory retry  (extracts them now), or dexai daemon start; if the hooks cannot start it, "

@@ -173,11 +173,18 @@ def prune_backups(directory: Path, keep: int) -> list[Path]:
 def daemon_running(settings: Settings) -> bool:
     """Whether a daemon (or another queue worker) is running on this data directory:
     it answers on the socket, or holds the queue's worker lock."""
-    from .ipc import ipc_request
+    import socket
 
-    reply = ipc_request(settings.socket_path, {"op": "ping"}, 1.0)
-    if reply is not None:
-        return True
+    # a ping on the socket (the daemon sits above this module: no import of its client here)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        try:
+            sock.connect(str(settings.socket_path))
+            sock.sendall(b'{"op": "ping"}\n')
+            if sock.recv(65536):
+                return True
+        except OSError:
+            pass
     lock = settings.home / (QUEUE_FILENAME + ".lock")
     if not lock.exists():
         return False

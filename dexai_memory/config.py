@@ -500,6 +500,8 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any
     changes: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
+        if dotted in ("hooks.daemon_timeout_seconds", "hooks.inline_flush_seconds"):  # earlier versions' keys
+            continue  # an old file still loads (refusing it would turn memory off in every hook)
         if key not in names or key == "home":
             known = ", ".join(n for n in names if n != "home")
             raise ConfigError(f"unknown key (known keys: {known})", path=path, key=dotted)

@@ -90,6 +90,9 @@ class Installer:
         if self.foreground:
             sys.stdout.write(line)
             sys.stdout.flush()
+        elif self.log is None:  # before install.log is opened: a background install's stderr is appended to it
+            sys.stderr.write(line)
+            sys.stderr.flush()
 
     def run(self, argv: list[str]) -> None:
         self.say("$ " + " ".join(argv))

@@ -97,3 +97,15 @@ def test_bad_values_name_file_key_and_reason(tmp_path: Path, text: str, key: str
 def test_missing_explicit_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_settings(tmp_path / "nope.yaml")
+
+
+def test_keys_of_earlier_versions_still_load(tmp_path: Path) -> None:
+    """A memory.yaml tuned for the inline extraction of earlier versions still loads (an error
+    here would turn memory off in every hook); the new waits have their defaults."""
+    path = tmp_path / "old.yaml"
+    path.write_text("hooks:\n  daemon_timeout_seconds: 0.2\n  inline_flush_seconds: 5\n  prefetch_tokens: 90\n")
+    settings = load_settings(path)
+    assert settings.hooks.prefetch_tokens == 90
+    assert settings.hooks.cold_start_wait_seconds == 8.0 and settings.hooks.precompact_wait_seconds == 50.0
+    assert settings.daemon.cold_recall_wait_seconds == 3.0
+    assert not hasattr(settings.hooks, "inline_flush_seconds")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import socket
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -249,3 +250,96 @@ async def test_cleanup_applies_the_fact_lifecycle(settings: Settings, provider: 
     assert [e["id"] for e in life["expired"]] == [stale.id]
     assert life["facts_before"] == 126 and len(life["evicted"]) == 5 and life["facts_after"] == 120
     assert (await provider.get(stale.id, user_id="u")).archived
+
+
+# --------------------------------------------------------------------------- the hook doors
+def _curl(settings: Settings, event: str, body: bytes, *, query: str = "", **env: str) -> tuple[int, str]:
+    """One hook event as the plugin's launcher sends it: ``curl --unix-socket`` (HTTP on the socket)."""
+    import subprocess
+
+    headers = [arg for name, value in env.items() for arg in ("-H", f"X-Dexai-Env-{name}: {value}")]
+    proc = subprocess.run(["curl", "-sS", "--max-time", "20", "--unix-socket", str(settings.socket_path),
+                           "-H", "Content-Type: application/json", "-H", "Expect:", *headers, "--data-binary", "@-",
+                           f"http://dexai-memory/hook/{event}{query}"], input=body, capture_output=True,
+                          timeout=30, check=False)
+    return proc.returncode, proc.stdout.decode()
+
+
+@pytest.mark.skipif(__import__("shutil").which("curl") is None, reason="needs curl")
+async def test_curl_on_the_socket_gets_the_same_answer_as_hook_event(settings: Settings,
+                                                                     provider: NativeProvider,
+                                                                     tmp_path: Path) -> None:
+    from dexai_memory.daemon.event import HookEvent
+
+    await provider.add(Memory(content="The deploy password hint is PINEAPPLE-42", user_id="alice", importance=8))
+    async with daemon_for(settings, provider, serve_socket=True):
+        # the same prompt in two sessions (a session does not inject a memory twice)
+        prompt = "what is my deploy password hint?"
+        event = HookEvent.make("user-prompt-submit", {"session_id": "j1", "prompt": prompt},
+                               env={"DEXAI_MEMORY_USER": "alice"})
+        lines = await request(settings.socket_path, {"op": "hook.event", **event.to_json()})
+        assert lines is not None and lines["ok"]
+        code, body = await asyncio.to_thread(_curl, settings, "user-prompt-submit",
+                                             json.dumps({"session_id": "h1", "prompt": prompt}).encode(),
+                                             DEXAI_MEMORY_USER="alice")
+        assert code == 0 and json.loads(body) == lines["answer"]
+        assert "PINEAPPLE-42" in lines["answer"]["hookSpecificOutput"]["additionalContext"]
+        # the identity headers decide whose memories: bob has none
+        code, body = await asyncio.to_thread(_curl, settings, "user-prompt-submit",
+                                             json.dumps({"session_id": "h2", "prompt": prompt}).encode(),
+                                             DEXAI_MEMORY_USER="bob")
+        assert code == 0 and json.loads(body) == {}
+        # a malformed body, an unknown event: a valid no-op, and the daemon keeps serving
+        for name, data in (("user-prompt-submit", b"{not json"), ("user-prompt-submit", b"[1, 2]"),
+                           ("no-such-event", b"{}")):
+            code, body = await asyncio.to_thread(_curl, settings, name, data, DEXAI_MEMORY_USER="alice")
+            assert code == 0 and json.loads(body) == {}, (name, body)
+        # PreCompact answers plain text: the compaction instructions
+        transcript = tmp_path / "t.jsonl"
+        transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "ship it"}}) + "\n")
+        code, body = await asyncio.to_thread(_curl, settings, "pre-compact", json.dumps(
+            {"session_id": "h3", "trigger": "manual", "transcript_path": str(transcript)}).encode(),
+            DEXAI_MEMORY_USER="alice")
+        assert code == 0 and "Preserve" in body and not body.lstrip().startswith("{")
+        # ?async=1 marks the event as a background one (an async Stop): answered all the same
+        code, body = await asyncio.to_thread(_curl, settings, "stop", json.dumps(
+            {"session_id": "h1", "last_assistant_message": "It is PINEAPPLE-42."}).encode(), query="?async=1",
+            DEXAI_MEMORY_USER="alice")
+        assert code == 0 and json.loads(body) == {}
+        pong = await request(settings.socket_path, {"op": "ping"})
+        assert pong is not None and pong["state"] == "running"
+
+
+async def test_queued_hook_events_are_replayed_at_start_in_order(settings: Settings, provider: NativeProvider,
+                                                                tmp_path: Path) -> None:
+    """Events no daemon answered in time: replayed oldest first before the socket serves; a
+    replayed prompt is recorded for its Stop without a recall (nobody reads the answer); every
+    row is dropped after."""
+    from dexai_memory.capture.queue_file import queue_path, queued_events, save_event
+    from dexai_memory.daemon.event import HookEvent
+    from dexai_memory.daemon.session_state import load_session, pending_prompts
+
+    hint = await provider.add(Memory(content="The deploy password hint is PINEAPPLE-42", user_id="alice",
+                                     importance=8))
+    env = {"DEXAI_MEMORY_USER": "alice"}
+    settings.home.mkdir(parents=True, exist_ok=True)
+    path = queue_path(settings.home)
+    for name, payload in (
+            ("user-prompt-submit", {"session_id": "r1", "prompt": "I rotate the deploy password hint PINEAPPLE-42 "
+                                    "every Friday", "prompt_id": "p1"}),
+            ("stop", {"session_id": "r1", "last_assistant_message": "Noted: rotation every Friday."}),
+            ("user-prompt-submit", {"session_id": "r1", "prompt": "And the staging key lives in Vault",
+                                    "prompt_id": "p2"})):
+        save_event(path, HookEvent.make(name, payload, env=env).to_json())
+    save_event(path, {"event": "no-such-event", "payload": {}})  # unreadable: dropped, not replayed
+    async with daemon_for(settings, provider, serve_socket=True) as d:
+        assert d.runs["replayed-events"] == 3
+        assert queued_events(path) == []
+        state = load_session(settings, "r1")
+        # the Stop was replayed after the first prompt (it queued it) and before the second (still pending)
+        assert [p["prompt_id"] for p in pending_prompts(state)] == ["p2"]
+        assert state.get("injected") in (None, [])  # recorded without a recall
+        assert await d.flush(5)
+    contents = [m.content for m in await provider.list(user_id="alice")]
+    assert any("every Friday" in c for c in contents) and not any("staging key" in c for c in contents)
+    assert (await provider.get(hint.id, user_id="alice")).retrieval_count == 0

@@ -1,6 +1,6 @@
 """The daemon's lifecycle as the hooks own it: one per data directory (lock + pid file), started
 detached when none answers, stopped, replaced on a version change, exiting when idle; and the
-hooks' inline extraction when no daemon runs. Real processes, real files."""
+events a hook could not hand to a daemon, queued and replayed. Real processes, real files."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dexai_memory import __version__, daemon_control
+from dexai_memory import __version__
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import Settings, load_settings
+from dexai_memory.daemon import control as daemon_control
 from dexai_memory.daemon.control import (
     DaemonLock,
     ensure_daemon,
@@ -32,7 +33,9 @@ from dexai_memory.daemon.control import (
     wait_until_answering,
 )
 from dexai_memory.daemon.ipc import ipc_request
+from dexai_memory.daemon.session_state import load_session, pending_prompts, read_marker
 from dexai_memory.hooks.client import run as run_hook
+from tests.hook_daemon import queued_events
 
 
 @pytest.fixture
@@ -104,13 +107,14 @@ def test_autostart_off_starts_nothing(settings: Settings, monkeypatch: pytest.Mo
     assert not lock_held(settings)
 
 
-def test_a_hook_starts_the_daemon_when_none_answers_and_never_waits_for_it(
+def test_a_hook_starts_the_daemon_when_none_answers_and_is_answered_by_it(
         settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEXAI_DAEMON_AUTOSTART", "1")
     t0 = time.monotonic()
     assert json.loads(hook("session-start", {"session_id": "s1", "source": "startup"})) == {}
-    assert time.monotonic() - t0 < 5  # answered from the files while the daemon loads
-    assert wait_until_answering(settings, 30)
+    assert time.monotonic() - t0 < settings.hooks.cold_start_wait_seconds + 5
+    assert wait_until_answering(settings, 0.5)  # it waited for the daemon it started
+    assert queued_events(settings.home) == []  # answered by it, not queued
     pid = read_pid(settings)
     # a crash leaves a stale socket and pid file: the next hook starts a new daemon
     assert pid is not None
@@ -121,8 +125,9 @@ def test_a_hook_starts_the_daemon_when_none_answers_and_never_waits_for_it(
     assert settings.socket_path.exists()  # stale
     (settings.home / "daemon.spawn").unlink()  # past the start grace period
     hook("user-prompt-submit", {"session_id": "s1", "prompt": "hello there"})
-    assert wait_until_answering(settings, 30)
+    assert wait_until_answering(settings, 0.5)
     assert read_pid(settings) not in (None, pid)
+    assert queued_events(settings.home) == []
 
 
 def test_concurrent_starts_end_with_one_daemon(settings: Settings) -> None:
@@ -158,6 +163,9 @@ def test_a_daemon_of_another_version_is_replaced(settings: Settings, monkeypatch
     while time.monotonic() < deadline and read_pid(settings) in (None, old):
         time.sleep(0.2)
     assert read_pid(settings) not in (None, old)
+    deadline = time.monotonic() + 15  # the old one released its lock: it is on its way out
+    while time.monotonic() < deadline and _alive(old):
+        time.sleep(0.1)
     assert not _alive(old)
 
 
@@ -182,36 +190,56 @@ def test_status_reports_a_running_daemon(settings: Settings) -> None:
     assert st.running and st.answering and st.pid == read_pid(settings) and st.version == __version__
 
 
-def test_precompact_without_a_daemon_extracts_the_queue_inline(settings: Settings, tmp_path: Path) -> None:
+def test_precompact_with_no_daemon_answering_starts_one_and_the_checkpoint_happens(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The turn's events came while no daemon could start (autostart off): they wait in queue.db.
+    PreCompact (autostart on) starts the daemon and waits for it: it replays the turn, the
+    checkpoint extracts it, and the block after the compaction carries it."""
     transcript = tmp_path / "t.jsonl"
     said = "My name is Sam and I prefer pytest over unittest."
     transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": said}}) + "\n")
     base = {"session_id": "s1", "cwd": str(tmp_path), "transcript_path": str(transcript)}
-    hook("user-prompt-submit", {**base, "prompt": said, "prompt_id": "p1"})
-    hook("stop", {**base, "last_assistant_message": "Noted."})
-    with ExtractionQueue.from_settings(settings) as queue:
-        assert queue.pending_count() == 1
+    assert json.loads(hook("user-prompt-submit", {**base, "prompt": said, "prompt_id": "p1"})) == {}
+    assert json.loads(hook("stop", {**base, "last_assistant_message": "Noted."})) == {}
+    assert [e["event"] for e in queued_events(settings.home)] == ["user-prompt-submit", "stop"]
+    monkeypatch.setenv("DEXAI_DAEMON_AUTOSTART", "1")
     instructions = hook("pre-compact", {**base, "trigger": "manual"})
-    assert "Preserve" in instructions
+    assert "Preserve" in instructions and lock_held(settings)
+    assert queued_events(settings.home) == []  # replayed at the daemon's start, then dropped
     with ExtractionQueue.from_settings(settings) as queue:
         assert queue.pending_count() == 0 and queue.stats().dead == 0
     after = json.loads(hook("session-start", {**base, "source": "compact"}))
     text = after["hookSpecificOutput"]["additionalContext"]
     assert "Sam" in text and "pytest" in text
-    assert not lock_held(settings)  # autostart is off in tests: nothing was left running
 
 
-def test_precompact_inline_budget_keeps_what_does_not_fit_queued(settings: Settings, tmp_path: Path) -> None:
-    (settings.home / "memory.yaml").write_text("hooks:\n  inline_flush_seconds: 0\n")
+def test_with_no_daemon_and_autostart_off_events_wait_and_are_replayed_in_order(
+        settings: Settings, tmp_path: Path) -> None:
+    """Nothing said is lost: the events are kept in queue.db, the hook answers a no-op at once,
+    and the daemon that starts later replays them oldest first (the prompt before its Stop),
+    recording the prompt without recalling for it."""
     base = {"session_id": "s2", "cwd": str(tmp_path)}
-    hook("user-prompt-submit", {**base, "prompt": "I live in Lisbon and my dentist is Dr Costa", "prompt_id": "p1"})
+    t0 = time.monotonic()
+    assert json.loads(hook("user-prompt-submit", {**base, "prompt": "I live in Lisbon and my dentist is Dr Costa",
+                                                  "prompt_id": "p1"})) == {}
     hook("stop", {**base, "last_assistant_message": "ok"})
-    hook("pre-compact", {**base, "trigger": "auto"})
+    assert "Preserve" in hook("pre-compact", {**base, "trigger": "auto"})  # the instructions all the same
+    assert time.monotonic() - t0 < 5 and not lock_held(settings)
+    assert [e["event"] for e in queued_events(settings.home)] == ["user-prompt-submit", "stop", "pre-compact"]
+    assert spawn(settings, reason="test") and wait_until_answering(settings, 30)
+    assert queued_events(settings.home) == []
     with ExtractionQueue.from_settings(settings) as queue:
-        assert queue.pending_count() == 1  # nothing dropped
+        assert queue.stats().dead == 0
+    import sqlite3
+
+    with sqlite3.connect(settings.home / "queue.db") as db:
+        turns = [r[0] for r in db.execute("SELECT turn_id FROM jobs")]
+    assert turns == ["s2:user:p1"]  # the Stop found the prompt the replay recorded first
+    assert pending_prompts(load_session(settings, "s2")) == []
+    assert read_marker(settings, "s2") is not None  # PreCompact's checkpoint ran too
 
 
-def test_doctor_says_when_turns_wait_with_no_worker(settings: Settings, tmp_path: Path) -> None:
+def test_doctor_says_when_hook_events_wait_with_no_daemon(settings: Settings, tmp_path: Path) -> None:
     from dexai_memory.cli.main import cli
 
     base = {"session_id": "s3", "cwd": str(tmp_path)}
@@ -220,11 +248,10 @@ def test_doctor_says_when_turns_wait_with_no_worker(settings: Settings, tmp_path
     import sqlite3
 
     with sqlite3.connect(settings.home / "queue.db") as db:
-        db.execute("UPDATE jobs SET enqueued_at = enqueued_at - 900")
+        db.execute("UPDATE hook_events SET received_at = received_at - 900")
     result = CliRunner().invoke(cli, ["memory", "doctor"])
-    assert "waiting 15 min with no daemon" in result.output and "dexai memory retry" in result.output
-    retried = CliRunner().invoke(cli, ["memory", "retry"])
-    assert retried.exit_code == 0 and "processed 1" in retried.output
+    assert "2 hook event(s) waiting 15 min with no daemon" in result.output and "dexai daemon start" in result.output
+    assert spawn(settings, reason="test") and wait_until_answering(settings, 30)
     result = CliRunner().invoke(cli, ["memory", "doctor"])
     assert "waiting" not in result.output
 

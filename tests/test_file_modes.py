@@ -10,14 +10,16 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Written by the hook runtime's own code (dexai_memory/hook_runtime.py, the lead's module): private once
-#: it calls datadir.private_umask() first thing in run(); see test_hook_runtime_files_are_private.
+LAUNCHER = ROOT / "hooks" / "dexai-hook"
+#: Written by the hook client's own code (dexai_memory/hooks/client.py): private once it calls
+#: datadir.private_umask() first thing in run(); see test_hook_runtime_files_are_private.
 HOOK_RUNTIME_FILES = {"hooks.log"}
 
 
-def run(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, home: Path, stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
     # a user's usual umask (0022: files 0644), which must not decide the modes of our files
-    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "sam"}
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "sam",
+           "DEXAI_HOOK_PYTHON": sys.executable, **extra}
     proc = subprocess.run(list(args), cwd=ROOT, env=env, input=stdin, capture_output=True, text=True, timeout=120,
                           check=False, umask=0o022)
     assert proc.returncode == 0, proc.stderr
@@ -42,9 +44,10 @@ def loose_files(home: Path) -> list[str]:
 
 def test_every_file_in_the_data_dir_is_private_after_a_realistic_run(tmp_path: Path) -> None:
     """An existing 0755 data dir (an older version's) is tightened to 0700 with a log line; after
-    add, import, export into the data dir, backup and a daemon-less Stop hook that queues a turn,
-    every directory under it is 0700 and every file 0600 (memory.db, its -wal/-shm, queue.db,
-    backups, exports, state files)."""
+    add, import, export into the data dir, backup, a Stop hook no daemon answers (it queues the
+    event) and hooks that start the daemon (it replays it and queues the turn), every directory
+    under it is 0700 and every file 0600 (memory.db, its -wal/-shm, queue.db, backups, exports,
+    state files, the daemon's log, pid and lock files)."""
     home = tmp_path / "home"
     home.mkdir(mode=0o755)
     home.chmod(0o755)
@@ -59,8 +62,14 @@ def test_every_file_in_the_data_dir_is_private_after_a_realistic_run(tmp_path: P
     dexai("memory", "backup", home=home)
     payload = {"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "Stop",
                "last_assistant_message": "Noted: you prefer dark roast coffee and your sister lives in Oslo."}
-    run(sys.executable, "-m", "dexai_memory.hook_runtime", "stop", home=home, stdin=json.dumps(payload))
+    run(str(LAUNCHER), "stop", home=home, stdin=json.dumps(payload))
     assert (home / "queue.db").exists()
+    prompt = {"session_id": "s2", "cwd": str(tmp_path), "prompt": "My sister Ana lives in Oslo", "prompt_id": "p1"}
+    run(str(LAUNCHER), "user-prompt-submit", home=home, stdin=json.dumps(prompt), DEXAI_DAEMON_AUTOSTART="1")
+    run(str(LAUNCHER), "stop", home=home, stdin=json.dumps({**prompt, "last_assistant_message": "Noted."}),
+        DEXAI_DAEMON_AUTOSTART="1")
+    assert (home / "daemon.log").exists() and (home / "daemon.pid").exists()
+    dexai("daemon", "stop", home=home)
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     assert [f for f in loose_files(home) if f.split(":")[0] not in HOOK_RUNTIME_FILES] == []
     names = {p.name for p in home.rglob("*")}
@@ -72,6 +81,6 @@ def test_hook_runtime_files_are_private(tmp_path: Path) -> None:
     home = tmp_path / "home"
     payload = {"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "Stop",
                "last_assistant_message": "Noted: you prefer dark roast coffee."}
-    run(sys.executable, "-m", "dexai_memory.hook_runtime", "stop", home=home, stdin=json.dumps(payload))
-    assert (home / "hooks.log").exists()
+    run(str(LAUNCHER), "stop", home=home, stdin=json.dumps(payload))
+    assert (home / "hooks.log").exists() and (home / "queue.db").exists()
     assert loose_files(home) == []

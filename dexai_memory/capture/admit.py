@@ -14,12 +14,12 @@
 
 The capture paths:
 
-* command hooks (Stop, PostToolUse): :func:`dexai_memory.hooks.client.queue_turn`
-  -> :func:`admit` -> :func:`dexai_memory.capture.queue.enqueue_turn` (``queue.db``);
-* Agent SDK hooks in process: ``InProcessBackend.submit`` (:mod:`dexai_memory.hooks.sdk`)
+* hook events (Stop, PostToolUse, SessionEnd; command hooks, http hooks, Agent SDK
+  callbacks): the daemon's event executor (:mod:`dexai_memory.daemon.executor`)
   -> :meth:`dexai_memory.daemon.MemoryDaemon.submit_turn` -> :func:`admit`
-  -> :meth:`~dexai_memory.capture.queue.ExtractionQueue.enqueue`; without a
-  daemon, ``queue_turn`` as above;
+  -> :meth:`~dexai_memory.capture.queue.ExtractionQueue.enqueue`; an event no daemon
+  answered waits in ``queue.db`` redacted (:func:`dexai_memory.hooks.client.deliver`)
+  and is replayed the same way;
 * the daemon's ``enqueue`` socket operation: ``submit_turn`` as above;
 * file ingest (``dexai memory ingest``): :meth:`~dexai_memory.pipeline.Pipeline.ingest`
   -> :meth:`~dexai_memory.pipeline.Pipeline.admit` -> :func:`admit`; the L3

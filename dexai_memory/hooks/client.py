@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from ..config import Settings, load_user_settings
 from ..daemon.event import BadEvent, HookEvent, empty_answer
-from ..daemon.session_state import EVENTS, compaction_instructions
+from ..daemon.session_state import EVENTS, compaction_instructions, redact_for_state
 from ..version import __version__
 
 logger = logging.getLogger("dexai_memory.hooks.client")  # not __name__: "__main__" under -m
@@ -90,7 +90,8 @@ def deliver(settings: Settings, event: HookEvent) -> dict[str, Any] | str:
             return reply["answer"]
     from ..capture.queue_file import queue_path, save_event
 
-    save_event(queue_path(settings.home), event.to_json())
+    # redacted like every other file we write (secrets and <private> text never reach queue.db)
+    save_event(queue_path(settings.home), redact_for_state(event.to_json()))
     logger.warning("no daemon answered %s within %.1fs: queued for it to replay", event.name,
                    time.monotonic() - started)
     return _noop(settings, event)

@@ -1,8 +1,8 @@
 """Admission (:mod:`dexai_memory.capture.admit`): every capture path redacts, then gates.
 
-The command hook (``queue_turn``, writing the queue file) and the SDK / daemon
-path (``MemoryDaemon.submit_turn``, the daemon's queue) must store the same
-redacted turn and context, and the gate must score the redacted text on both.
+The hook events (UserPromptSubmit + Stop, through the daemon's event executor) and
+the SDK / socket path (``MemoryDaemon.submit_turn``, the ``enqueue`` op) must store the
+same redacted turn and context, and the gate must score the redacted text on both.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from dexai_memory.capture.admit import admit, redact_turn
 from dexai_memory.capture.gate import Gate
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon import MemoryDaemon
-from dexai_memory.hooks.client import queue_turn
 from dexai_memory.models import Turn
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession.rules import OfflineClassifier
 from dexai_memory.text.redaction import REDACTED
+from tests.hook_daemon import handle, running_daemon
 from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
 
 SECRET = "sk-ant-api03-" + "Q7x" * 10
@@ -62,33 +62,37 @@ async def provider(tmp_path: Path) -> AsyncIterator[NativeProvider]:
 async def test_both_capture_paths_store_the_same_redacted_turn(settings: Settings, provider: NativeProvider,
                                                                tmp_path: Path) -> None:
     gate = Gate(settings.extraction.gate_threshold)
-    # the command hook: the prompt, then the reply with the (redacted) prompt as context
+    # the hook events: the prompt (UserPromptSubmit, queued by Stop), then the reply; the daemon
+    # keeps the (redacted) prompt as the reply's context
     hook = settings.with_home(tmp_path / "hook-home")
-    assert queue_turn(hook, turn_dict("t1", PROMPT, "user"))
-    assert queue_turn(hook, turn_dict("t2", REPLY, "assistant"), [PROMPT])
-    assert not queue_turn(hook, turn_dict("t3", HIDDEN, "user"))
-    by_hook = queued(hook.home)
+    async with running_daemon(hook, provider, extractor=EchoExtractor()) as d:
+        for text, prompt_id in ((PROMPT, "p1"), (HIDDEN, "p3")):
+            await handle(d, "user-prompt-submit", {"session_id": "s", "prompt": text, "prompt_id": prompt_id},
+                         user="u", DEXAI_MEMORY_PROJECT="p")
+        await handle(d, "stop", {"session_id": "s", "last_assistant_message": REPLY}, user="u",
+                     DEXAI_MEMORY_PROJECT="p")
+        by_hook = {("t1" if t["turn"]["role"] == "user" else "t2"): t for t in queued(hook.home).values()}
+    assert len(queued(hook.home)) == 2  # HIDDEN passed only on what redaction removes
     # the SDK / daemon path: the same turns, the daemon keeping the recent turns itself
     daemon = MemoryDaemon(settings.with_home(tmp_path / "daemon-home"), provider, extractor=EchoExtractor(),
                           classifier=OfflineClassifier(), summarizer=JoinSummarizer())
     async with daemon as d:
         verdicts = {tid: d.submit_turn(Turn.from_dict(turn_dict(tid, text, role)))
-                    for tid, text, role in (("t1", PROMPT, "user"), ("t2", REPLY, "assistant"),
-                                            ("t3", HIDDEN, "user"))}
+                    for tid, text, role in (("t1", PROMPT, "user"), ("t3", HIDDEN, "user"),
+                                            ("t2", REPLY, "assistant"))}
         by_daemon = queued(d.settings.home)
     assert set(by_hook) == set(by_daemon) == {"t1", "t2"}
     assert not verdicts["t3"].passed and gate.score(HIDDEN).passed  # it passed only on what was removed
     for tid in ("t1", "t2"):
         hook_turn, daemon_turn = by_hook[tid]["turn"], by_daemon[tid]["turn"]
         assert hook_turn["content"] == daemon_turn["content"]
-        assert hook_turn["metadata"]["caption"] == daemon_turn["metadata"]["caption"] == f"a note saying {REDACTED}"
         assert by_hook[tid]["context"] == by_daemon[tid]["context"]
         text = " ".join([hook_turn["content"], *by_hook[tid]["context"]])
         assert SECRET not in text and "Alvarez" not in text and "<private>" not in text
         # the gate scored the redacted text against the redacted context, on both paths
-        expected = gate.score(hook_turn["content"], by_hook[tid]["context"]).score
-        assert hook_turn["metadata"]["gate_score"] == verdicts[tid].score == expected
-    assert by_hook["t2"]["context"] == [redact_turn(Turn(id="x", user_id="u", content=PROMPT)).content]  # type: ignore[union-attr]
+        assert gate.score(hook_turn["content"], by_hook[tid]["context"]).score == verdicts[tid].score
+    assert by_daemon["t2"]["turn"]["metadata"]["caption"] == f"a note saying {REDACTED}"
+    assert by_hook["t2"]["context"][0] == redact_turn(Turn(id="x", user_id="u", content=PROMPT)).content  # type: ignore[union-attr]
     raw = gate.score(REPLY, [PROMPT]).score
     assert raw != verdicts["t2"].score  # the raw text would have scored differently (the private names)
 
@@ -109,3 +113,22 @@ def test_admit_redacts_text_captions_and_context_before_the_gate() -> None:
     assert all(SECRET not in c and "Alvarez" not in c for c in admission.context)
     nothing = admit(Turn(id="t2", user_id="u", content="<private>all of it</private>"), [], RecordingGate())
     assert nothing.turn is None and not nothing.passed and len(seen) == 1  # never scored
+
+
+def test_a_hook_event_queued_for_replay_is_redacted(isolated_home: Path) -> None:
+    """No daemon answers (autostart off): the event waits in queue.db, without the secret or the
+    private text, and the daemon that replays it still captures the rest of the turn."""
+    import io
+
+    from dexai_memory.hooks.client import run
+
+    for event, payload in (("user-prompt-submit", {"session_id": "s", "prompt": PROMPT, "prompt_id": "p1"}),
+                           ("stop", {"session_id": "s", "last_assistant_message": REPLY})):
+        out = io.StringIO()
+        assert run(event, io.StringIO(json.dumps(payload)), out) == 0 and out.getvalue() == "{}\n"
+    raw = b"".join(p.read_bytes() for p in isolated_home.glob("queue.db*"))
+    from tests.hook_daemon import queued_events
+
+    assert [e["event"] for e in queued_events(isolated_home)] == ["user-prompt-submit", "stop"]
+    assert "Lisbon" in queued_events(isolated_home)[0]["payload"]["prompt"]
+    assert SECRET.encode() not in raw and b"Alvarez" not in raw and b"<private>" not in raw

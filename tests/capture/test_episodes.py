@@ -1,28 +1,19 @@
 """Episodes from a Claude Code transcript (the real JSONL shape): artifacts, forms, one episode
-per stretch, through the command hook with no daemon."""
+per stretch, through the plugin's command hooks answered by a real daemon."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from dexai_memory.capture.episodes import build_episode, episode_from_transcript, stretch_entries
 from dexai_memory.config import load_settings
-from dexai_memory.daemon.actions import register_ipc_ops
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.providers.native.reader import SqliteReader
-from dexai_memory.recall.source import run_now
-
-from ..hooks.test_hook_runtime import _DaemonStub  # the daemon's socket ops on a real provider
+from tests.hook_daemon import launch_sync, running_daemon
 
 CWD = "/home/dana/shop"
 
@@ -122,63 +113,42 @@ def test_a_stretch_starts_after_the_last_compaction(tmp_path: Path) -> None:
     assert build_episode([], "x") is None
 
 
-def _hook(event: str, payload: dict[str, Any], home: Path, **extra: str) -> dict[str, Any] | str:
-    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "dana",
-           "DEXAI_DAEMON_AUTOSTART": "0", **extra}
-    proc = subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event], input=json.dumps(payload),
-                          capture_output=True, text=True, env=env, timeout=60, check=True)
+def _hook(event: str, payload: dict[str, Any], home: Path) -> dict[str, Any] | str:
+    proc = launch_sync(event, payload, home, DEXAI_MEMORY_USER="dana")
+    assert proc.returncode == 0, proc.stderr
     out = proc.stdout.strip()
     return out if event == "pre-compact" else json.loads(out)
 
 
-def _episodes(home: Path) -> list[Any]:
-    with SqliteReader(home / "memory.db") as reader:
-        return run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+async def _episodes(provider: NativeProvider) -> list[Any]:
+    return await provider.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,)))
 
 
-def test_precompact_and_session_end_store_one_episode_per_stretch_without_a_daemon(
-        isolated_home: Path, tmp_path: Path) -> None:
+async def test_precompact_and_session_end_store_one_episode_per_stretch(isolated_home: Path, tmp_path: Path,
+                                                                        embedder: Embedder) -> None:
+    """The plugin's hooks (launcher processes) answered by a real daemon."""
     t = session_one(tmp_path / "t.jsonl")
     payload = {"session_id": "sess-1", "transcript_path": str(t.path), "cwd": CWD, "trigger": "manual"}
-    assert "compact" in str(_hook("pre-compact", payload, isolated_home)).lower()
-    _hook("pre-compact", payload, isolated_home)  # the same stretch again: no second episode
-    episodes = _episodes(isolated_home)
-    assert len(episodes) == 1 and episodes[0].metadata["artifacts"]["commits"]
-    assert episodes[0].session_id == "sess-1" and episodes[0].project
-    t.compact_boundary()
-    t.prompt("Now add a CSV export of invoices.")
-    t.tool("Write", {"file_path": f"{CWD}/src/billing/export.py", "content": "..."})
-    assert _hook("session-end", payload, isolated_home) == {}
-    _hook("session-end", payload, isolated_home)
-    episodes = _episodes(isolated_home)
-    assert len(episodes) == 2
-    assert {tuple(e.metadata["artifacts"]["files"])[:1] for e in episodes} == {
-        ("src/billing/invoice.py",), ("src/billing/export.py",)}
-    # searches without a type filter skip episodes (they never flood recall or the L1 block)
-    with SqliteReader(isolated_home / "memory.db") as reader:
-        assert run_now(reader.search("invoice rounding Decimal", user_id="dana")) == []
-
-
-async def test_the_daemon_stores_the_episode_when_it_answers(tmp_path: Path, embedder: Embedder) -> None:
-    short = Path(tempfile.mkdtemp(prefix="dx"))  # Unix socket paths must stay short
-    settings = load_settings(home=short)
-    t = session_one(tmp_path / "t.jsonl")
-    try:
-        async with NativeProvider(settings.db_path, embedder=embedder) as provider:
-            stub = _DaemonStub(settings, provider)
-            register_ipc_ops(stub)
-            await stub.ipc.start()
-            try:
-                payload = {"session_id": "sess-1", "transcript_path": str(t.path), "cwd": CWD}
-                for _ in range(2):
-                    await asyncio.to_thread(_hook, "session-end", payload, short, DEXAI_MEMORY_HOOK_DEBUG="1")
-                stored = await provider.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,)))
-            finally:
-                await stub.ipc.aclose()
-        assert len(stored) == 1 and stored[0].metadata["forms"]["index"]
-        assert "'by': 'daemon'" in (short / "hooks.log").read_text()
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
+    settings = load_settings(home=isolated_home)
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider, \
+            running_daemon(settings, provider, serve_socket=True):
+        assert "compact" in str(await asyncio.to_thread(_hook, "pre-compact", payload, isolated_home)).lower()
+        await asyncio.to_thread(_hook, "pre-compact", payload, isolated_home)  # the same stretch: no second one
+        episodes = await _episodes(provider)
+        assert len(episodes) == 1 and episodes[0].metadata["artifacts"]["commits"]
+        assert episodes[0].session_id == "sess-1" and episodes[0].project
+        assert episodes[0].metadata["forms"]["index"]
+        t.compact_boundary()
+        t.prompt("Now add a CSV export of invoices.")
+        t.tool("Write", {"file_path": f"{CWD}/src/billing/export.py", "content": "..."})
+        assert await asyncio.to_thread(_hook, "session-end", payload, isolated_home) == {}
+        await asyncio.to_thread(_hook, "session-end", payload, isolated_home)
+        episodes = await _episodes(provider)
+        assert len(episodes) == 2
+        assert {tuple(e.metadata["artifacts"]["files"])[:1] for e in episodes} == {
+            ("src/billing/invoice.py",), ("src/billing/export.py",)}
+        # searches without a type filter skip episodes (they never flood recall or the L1 block)
+        assert await provider.search("invoice rounding Decimal", user_id="dana") == []
 
 
 def test_a_short_exchange_with_nothing_done_is_not_an_episode() -> None:

@@ -286,6 +286,8 @@ def test_sigkill_mid_batch_loses_nothing_and_does_nothing_twice(tmp_path: Path, 
 def test_version_1_queue_file_gains_the_notes_journal(tmp_path: Path) -> None:
     import sqlite3
 
+    from dexai_memory.capture.queue_file import SCHEMA_VERSION
+
     path = tmp_path / "queue.db"
     old = sqlite3.connect(path)
     old.executescript("""
@@ -298,7 +300,8 @@ def test_version_1_queue_file_gains_the_notes_journal(tmp_path: Path) -> None:
     assert enqueue_turn(path, {"id": "t1", "user_id": "u", "content": "I live in Oslo"}) is True
     conn = sqlite3.connect(path)
     assert "notes" in {r[1] for r in conn.execute("PRAGMA table_info(jobs)")}
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert "hook_events" in {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     conn.close()
 
 

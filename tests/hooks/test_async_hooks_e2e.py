@@ -12,6 +12,7 @@ not finish)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -23,10 +24,17 @@ import pytest
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.demo.fakeapi import FakeMessagesAPI, ToolUse, text_of
-from dexai_memory.providers.native.reader import SqliteReader
-from dexai_memory.recall.source import run_now
+from dexai_memory.providers.native import NativeProvider
 
-from .test_installed_e2e import REPO, mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+from .test_installed_e2e import (  # noqa: F401 - mem_home is a fixture
+    REPO,
+    drained,
+    mem_home,
+    memory_text,
+    replayed_by_a_later_daemon,
+    runner,
+    users_daemon,
+)
 from .test_prefetch_e2e import tool_session
 
 pytestmark = pytest.mark.e2e
@@ -52,8 +60,11 @@ def wait_for_empty_queue(home: Path, seconds: float = 60) -> None:
 
 
 def stored(home: Path) -> list[str]:
-    with SqliteReader(load_settings(home=home).db_path) as reader:
-        return [m.content for m in run_now(reader.list(user_id="dana"))]
+    async def read() -> list[str]:
+        async with NativeProvider(load_settings(home=home).db_path, embedder=None) as provider:
+            return [m.content for m in await provider.list(user_id="dana")]
+
+    return asyncio.run(read())
 
 
 def async_stop_plugin(dest: Path) -> Path:
@@ -81,7 +92,7 @@ def test_capture_of_most_tools_is_async_and_the_rest_synchronous() -> None:
 
 
 @pytest.mark.parametrize("stop", ["sync", "async"], ids=["plugin", "async-stop"])
-@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "no-daemon-then-replayed"])
 def test_the_fact_said_in_the_last_turn_of_a_print_session_is_stored(
         tmp_path: Path, mem_home: Path, autostart: bool, stop: str) -> None:  # noqa: F811
     with FakeMessagesAPI() as api:
@@ -92,6 +103,8 @@ def test_the_fact_said_in_the_last_turn_of_a_print_session_is_stored(
         run.resume(FACT).check()  # the last turn: an async Stop gets SIGTERM as `claude -p` exits
     if autostart:
         wait_for_empty_queue(mem_home)
+    else:  # the events waited in queue.db: the daemon the user starts replays them
+        replayed_by_a_later_daemon(mem_home)
     contents = stored(mem_home)
     assert any("COPPER-FINCH" in c for c in contents), contents
     assert len(contents) == len(set(contents)), f"stored twice: {contents}"
@@ -112,9 +125,11 @@ def test_git_checkout_brings_what_is_known_about_the_branch_on_the_next_request(
     mem_home.mkdir(parents=True, exist_ok=True)
     (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
     prompt = "Switch to the branch we talked about."
+    users_daemon(mem_home)  # autostart off: the user runs the daemon
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=False)
         run(BRANCH_FACT).check()
+        drained(mem_home)
         _, after = tool_session(run, api, prompt, ToolUse("Bash", {"command": "git checkout feature/ledger"}), "Done.")
     remembered = memory_text(text_of(after))
     assert "finance audit" in remembered, remembered

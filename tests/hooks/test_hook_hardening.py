@@ -1,6 +1,6 @@
 """Issue 11, the hook side: what a hostile test found in the command hooks (privacy, the hook
-contract, scoping and files). Real hook processes, real files; each test is named for what it
-protects."""
+contract, scoping and files). Real hook processes (the plugin's launcher), answered by the
+daemon the first of them starts, real files; each test is named for what it protects."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,26 @@ from typing import Any
 import pytest
 
 from dexai_memory.config import load_settings
+from dexai_memory.daemon.control import stop
 from dexai_memory.daemon.session_state import project_key
 from dexai_memory.providers.native.driver import store_sqlite
+from tests.hook_daemon import LAUNCHER, launch_sync
 
 SECRET = "sk-ant-api03-" + "Zq7Xr2Lm9Vt4Bn8Kc1Pw6Hy3Jd5Fs0Ga" * 2
 PRIVATE = "<private>my bank PIN is 4417</private>"
 
 
-def hook(event: str, payload: dict[str, Any], home: Path, user: str = "alice") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": user, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event], input=json.dumps(payload),
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+@pytest.fixture(autouse=True)
+def autostart(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The hooks start the daemon as they do for a user; it is stopped after the test."""
+    monkeypatch.setenv("DEXAI_DAEMON_AUTOSTART", "1")
+    yield
+    stop(load_settings(home=isolated_home), timeout=15)
+
+
+def hook(event: str, payload: dict[str, Any], home: Path, user: str = "alice",
+         **env: str) -> subprocess.CompletedProcess[str]:
+    return launch_sync(event, payload, home, DEXAI_MEMORY_USER=user, PYTHONIOENCODING="utf-8", **env)
 
 
 def transcript(path: Path, turns: list[tuple[str, str]]) -> str:
@@ -140,10 +150,7 @@ def test_memories_captured_with_a_project_set_come_back_in_that_project(
     said = "I prefer pytest over unittest for the shop services."
 
     def run(event: str, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "DEXAI_MEMORY_HOME": str(isolated_home), "DEXAI_MEMORY_USER": "alice", **env_project}
-        return subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event],
-                              input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60,
-                              check=False)
+        return hook(event, payload, isolated_home, **env_project)
 
     run("user-prompt-submit", {**base, "prompt": said, "prompt_id": "x"})
     run("stop", {**base, "last_assistant_message": "Noted."})
@@ -168,14 +175,15 @@ def test_hook_files_are_private_to_the_user(isolated_home: Path, tmp_path: Path)
 def test_invalid_utf8_and_nul_bytes_are_cleaned_at_the_entry(isolated_home: Path, tmp_path: Path) -> None:
     import sqlite3
 
-    env = {**os.environ, "DEXAI_MEMORY_HOME": str(isolated_home), "DEXAI_MEMORY_USER": "alice"}
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(isolated_home), "DEXAI_MEMORY_USER": "alice",
+           "DEXAI_HOOK_PYTHON": sys.executable}
     base = {"session_id": "u1", "cwd": str(tmp_path)}
     prompt = json.dumps({**base, "prompt": "I live in Lisbon\u0000 and my dentist is Dr Costa XYZ",
                          "prompt_id": "p1"}).encode().replace(b"XYZ", b"\xff\xfe")
     for event, data in (("user-prompt-submit", prompt),
                         ("stop", json.dumps({**base, "last_assistant_message": "ok"}).encode())):
-        proc = subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event], input=data,
-                              capture_output=True, env=env, timeout=60, check=False)
+        proc = subprocess.run([str(LAUNCHER), event], input=data, capture_output=True, env=env, timeout=60,
+                              check=False)
         assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr
     rows = sqlite3.connect(isolated_home / "queue.db").execute("SELECT payload FROM jobs").fetchall()
     assert rows and all("\x00" not in r[0] and "\\u0000" not in r[0] for r in rows)

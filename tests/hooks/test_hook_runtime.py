@@ -1,267 +1,242 @@
-"""The command-hook fast path, run as real processes (``python -m dexai_memory.hook_runtime``)."""
+"""The command hooks as real processes: the plugin's launcher (``hooks/dexai-hook``), answered by
+a real daemon over its socket (``curl``), and the Python client when no daemon answers."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import shutil
-import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dexai_memory.config import Settings, load_settings
-from dexai_memory.daemon.actions import register_ipc_ops
-from dexai_memory.daemon.ipc import IpcServer
+from dexai_memory.config import load_settings
+from dexai_memory.daemon.core import MemoryDaemon
+from dexai_memory.daemon.session_state import read_marker, write_marker
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hooks import state as hook_state
-from dexai_memory.models import Memory, MemoryType
+from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
+from tests.hook_daemon import (
+    answer_of,
+    launch,
+    launch_sync,
+    queued_events,
+    queued_turns,
+    running_daemon,
+    write_transcript,
+)
 
 FORBIDDEN = ("anthropic", "claude_agent_sdk", "numpy", "onnxruntime", "spacy", "aiosqlite", "sqlean")
 
 
-def hook(event: str, payload: dict[str, Any], home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    child = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice", **env}
-    return subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event], input=json.dumps(payload),
-                          capture_output=True, text=True, env=child, timeout=60, check=False)
-
-
-def context_of(proc: subprocess.CompletedProcess[str], event: str) -> str:
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    if not out:
-        return ""
-    assert out["hookSpecificOutput"]["hookEventName"] == event
-    return str(out["hookSpecificOutput"]["additionalContext"])
-
-
-def write_transcript(path: Path, turns: list[tuple[str, str]]) -> Path:
-    with path.open("w") as fh:
-        for role, text in turns:
-            fh.write(json.dumps({"type": role, "message": {"role": role, "content": text}}) + "\n")
-    return path
+async def seed(provider: NativeProvider) -> None:
+    await provider.add(Memory(content="The deploy password hint is PINEAPPLE-42", user_id="alice", importance=8))
+    await provider.add(Memory(content="Alice prefers tabs over spaces", user_id="alice", type=MemoryType.PREFERENCE,
+                              importance=8))
+    await provider.add(Memory(content="Bob's deploy hint is MANGO-7", user_id="bob"))
 
 
 @pytest.fixture
-async def home(isolated_home: Path, embedder: Embedder) -> Path:
+async def provider(isolated_home: Path, embedder: Embedder) -> AsyncIterator[NativeProvider]:
+    isolated_home.mkdir(parents=True, exist_ok=True)
     async with NativeProvider(isolated_home / "memory.db", embedder=embedder) as p:
-        await p.add(Memory(content="The deploy password hint is PINEAPPLE-42", user_id="alice", importance=8))
-        await p.add(Memory(content="Alice prefers tabs over spaces", user_id="alice", type=MemoryType.PREFERENCE,
-                           importance=8))
-        await p.add(Memory(content="Bob's deploy hint is MANGO-7", user_id="bob"))
-    return isolated_home
+        await seed(p)
+        yield p
 
 
-def test_user_prompt_submit_bm25_fallback_injects_once(home: Path, tmp_path: Path) -> None:
+@pytest.fixture
+async def daemon(provider: NativeProvider, isolated_home: Path) -> AsyncIterator[MemoryDaemon]:
+    async with running_daemon(load_settings(home=isolated_home), provider, serve_socket=True) as d:
+        yield d
+
+
+async def test_user_prompt_submit_recalls_once_per_session(daemon: MemoryDaemon, tmp_path: Path) -> None:
+    home = daemon.settings.home
     payload = {"session_id": "s1", "prompt": "what is my deploy password hint?", "cwd": str(tmp_path)}
-    text = context_of(hook("user-prompt-submit", payload, home), "UserPromptSubmit")
+    text = answer_of(await launch("user-prompt-submit", payload, home), "UserPromptSubmit")
     assert "PINEAPPLE-42" in text and "MANGO" not in text
     assert text.startswith("<dexai-memory>") and len(text) < 10_000
+    assert daemon.ipc.requests >= 1
+    hits = [m for m in await daemon.provider.list(user_id="alice") if "PINEAPPLE" in m.content]
+    for _ in range(100):  # counted in the background, after the answer
+        if (await daemon.provider.get(hits[0].id, user_id="alice")).retrieval_count:
+            break
+        await asyncio.sleep(0.02)
+    assert (await daemon.provider.get(hits[0].id, user_id="alice")).retrieval_count == 1
     # already injected in this session: not repeated
-    assert context_of(hook("user-prompt-submit", payload, home), "UserPromptSubmit") == ""
+    assert answer_of(await launch("user-prompt-submit", payload, home), "UserPromptSubmit") == ""
 
 
-def test_irrelevant_prompt_injects_nothing(home: Path, tmp_path: Path) -> None:
+async def test_irrelevant_prompt_injects_nothing(daemon: MemoryDaemon, tmp_path: Path) -> None:
     payload = {"session_id": "s1", "prompt": "rename variable x to y in utils", "cwd": str(tmp_path)}
-    assert context_of(hook("user-prompt-submit", payload, home), "UserPromptSubmit") == ""
+    assert answer_of(await launch("user-prompt-submit", payload, daemon.settings.home), "UserPromptSubmit") == ""
 
 
-def test_session_start_injects_profile(home: Path, tmp_path: Path) -> None:
-    text = context_of(hook("session-start", {"session_id": "s1", "source": "startup", "cwd": str(tmp_path)}, home),
-                      "SessionStart")
+async def test_session_start_injects_profile(daemon: MemoryDaemon, tmp_path: Path) -> None:
+    proc = await launch("session-start", {"session_id": "s1", "source": "startup", "cwd": str(tmp_path)},
+                        daemon.settings.home)
+    text = answer_of(proc, "SessionStart")
     assert "Persistent context:" in text and "Alice prefers tabs over spaces" in text
 
 
-def test_pre_compact_then_session_start_compact(home: Path, tmp_path: Path) -> None:
+async def test_pre_compact_then_session_start_compact(daemon: MemoryDaemon, tmp_path: Path) -> None:
+    home, settings = daemon.settings.home, daemon.settings
     transcript = write_transcript(tmp_path / "t.jsonl", [("user", "what is my deploy password hint?"),
                                                          ("assistant", "It is in your notes.")])
-    pre = hook("pre-compact", {"session_id": "s2", "trigger": "manual", "transcript_path": str(transcript),
-                               "cwd": str(tmp_path)}, home)
+    pre = await launch("pre-compact", {"session_id": "s2", "trigger": "manual", "transcript_path": str(transcript),
+                                       "cwd": str(tmp_path)}, home)
     assert pre.returncode == 0 and "Preserve:" in pre.stdout  # plain-text instructions, not JSON
-    settings = load_settings(home=home)
-    marker = hook_state.read_marker(settings, "s2")
+    marker = read_marker(settings, "s2")
     assert marker and "deploy password hint" in marker["snapshot"]
     backups = list((home / "transcripts").glob("s2-*-manual.jsonl"))
     assert len(backups) == 1 and backups[0].read_text() == transcript.read_text()
-    text = context_of(hook("session-start", {"session_id": "s2", "source": "compact", "cwd": str(tmp_path)}, home),
-                      "SessionStart")
+    snapshot = await daemon.provider.get("snapshot_s2", user_id="alice")
+    assert snapshot.type is MemoryType.SNAPSHOT and "deploy password hint" in snapshot.content
+    archived = await daemon.provider.list(user_id="alice", filters=SearchFilters(types=(MemoryType.TRANSCRIPT,)))
+    assert archived and archived[0].metadata["path"].endswith("-manual.jsonl")
+    proc = await launch("session-start", {"session_id": "s2", "source": "compact", "cwd": str(tmp_path)}, home)
+    text = answer_of(proc, "SessionStart")
     assert "PINEAPPLE-42" in text and "Session state:" in text and "Alice prefers tabs" in text
-    assert hook_state.read_marker(settings, "s2") is None
+    assert read_marker(settings, "s2") is None
 
 
-def test_user_prompt_submit_reinjects_when_marker_left(home: Path, tmp_path: Path) -> None:
-    settings = load_settings(home=home)
-    hook_state.write_marker(settings, "s3", {"trigger": "auto", "snapshot": "Current task: ship the release",
-                                     "last_prompt": "deploy password hint"})
-    text = context_of(hook("user-prompt-submit", {"session_id": "s3", "prompt": "ok", "cwd": str(tmp_path)}, home),
-                      "UserPromptSubmit")
+async def test_user_prompt_submit_reinjects_when_marker_left(daemon: MemoryDaemon, tmp_path: Path) -> None:
+    settings = daemon.settings
+    write_marker(settings, "s3", {"trigger": "auto", "snapshot": "Current task: ship the release",
+                                  "last_prompt": "deploy password hint"})
+    proc = await launch("user-prompt-submit", {"session_id": "s3", "prompt": "ok", "cwd": str(tmp_path)},
+                        settings.home)
+    text = answer_of(proc, "UserPromptSubmit")
     assert "Current task: ship the release" in text and "Persistent context:" in text
-    assert hook_state.read_marker(settings, "s3") is None
+    assert read_marker(settings, "s3") is None
 
 
-def test_stop_enqueues_gated_turns(home: Path, tmp_path: Path) -> None:
+async def test_stop_enqueues_gated_turns(daemon: MemoryDaemon, tmp_path: Path) -> None:
+    home = daemon.settings.home
     base = {"session_id": "s4", "cwd": str(tmp_path)}
-    hook("user-prompt-submit", {**base, "prompt": "I prefer dark roast coffee, remember that", "prompt_id": "p1"},
-         home)
-    proc = hook("stop", {**base, "last_assistant_message": "ok"}, home)
+    await launch("user-prompt-submit", {**base, "prompt": "I prefer dark roast coffee, remember that",
+                                        "prompt_id": "p1"}, home)
+    proc = await launch("stop", {**base, "last_assistant_message": "ok"}, home, "--async")
     assert proc.returncode == 0 and json.loads(proc.stdout) == {}
-    tool = hook("post-tool-use", {**base, "tool_name": "Bash", "tool_use_id": "t1",
-                                  "tool_response": {"stdout": "ls: nothing"}}, home)
+    tool = await launch("post-tool-use", {**base, "tool_name": "Bash", "tool_use_id": "t1",
+                                          "tool_response": {"stdout": "ls: nothing"}}, home)
     assert tool.returncode == 0
-    rows = sqlite3.connect(home / "queue.db").execute("SELECT turn_id, payload FROM jobs").fetchall()
-    assert [r[0] for r in rows] == ["s4:user:p1"]  # "ok" and the bare ls output do not pass the gate
-    assert json.loads(rows[0][1])["turn"]["content"] == "I prefer dark roast coffee, remember that"
+    # "ok" and the bare ls output do not pass the gate
+    assert queued_turns(home) == {"s4:user:p1": "I prefer dark roast coffee, remember that"}
 
 
-@pytest.mark.parametrize("case", ["corrupt-db", "bad-stdin", "unknown-event"])
-def test_hook_never_fails(home: Path, tmp_path: Path, case: str) -> None:
-    event, stdin = "user-prompt-submit", {"session_id": "s5", "prompt": "deploy password hint", "cwd": str(tmp_path)}
-    if case == "corrupt-db":
-        (home / "memory.db").write_bytes(b"this is not a database" * 100)
-        for suffix in ("-wal", "-shm"):
-            (home / f"memory.db{suffix}").unlink(missing_ok=True)
-    child = {**os.environ, "DEXAI_MEMORY_HOME": str(home)}
+@pytest.mark.parametrize("case", ["bad-stdin", "unknown-event", "not-an-object"])
+async def test_a_hook_the_daemon_cannot_use_answers_a_noop(daemon: MemoryDaemon, case: str) -> None:
+    event, stdin = "user-prompt-submit", json.dumps({"session_id": "s5", "prompt": "deploy password hint"})
     if case == "unknown-event":
         event = "no-such-event"
-    raw = "{not json" if case == "bad-stdin" else json.dumps(stdin)
-    proc = subprocess.run([sys.executable, "-m", "dexai_memory.hook_runtime", event], input=raw, text=True,
-                          capture_output=True, env=child, timeout=60, check=False)
+    elif case == "bad-stdin":
+        stdin = "{not json"
+    else:
+        stdin = "[1, 2]"
+    proc = await launch(event, stdin, daemon.settings.home)
     assert proc.returncode == 0 and json.loads(proc.stdout) == {}
-    if case != "unknown-event":
-        assert "failed" in (home / "hooks.log").read_text() and proc.stderr == ""
+    assert daemon.running  # and it keeps serving
+    again = await launch("session-start", {"session_id": "s5", "source": "startup"}, daemon.settings.home)
+    assert "Alice prefers tabs" in answer_of(again, "SessionStart")
 
 
-def test_memory_off_per_project_and_for_subagents(home: Path, tmp_path: Path) -> None:
+def test_a_daemon_that_cannot_start_never_fails_the_hook(isolated_home: Path) -> None:
+    """Autostart on, a store the daemon cannot open: the hook waits its budget, keeps the event
+    for the next daemon and answers a no-op; the failure is in hooks.log, not on stderr."""
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "memory.yaml").write_text("hooks:\n  cold_start_wait_seconds: 2\n")
+    (isolated_home / "memory.db").write_bytes(b"this is not a database" * 100)
+    payload = {"session_id": "s5", "prompt": "deploy password hint"}
+    proc = launch_sync("user-prompt-submit", payload, isolated_home, DEXAI_DAEMON_AUTOSTART="1")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {} and proc.stderr == ""
+    assert [e["payload"]["prompt"] for e in queued_events(isolated_home)] == ["deploy password hint"]
+    assert "queued for it to replay" in (isolated_home / "hooks.log").read_text()
+
+
+async def test_memory_off_per_project_and_for_subagents(provider: NativeProvider, isolated_home: Path,
+                                                        tmp_path: Path) -> None:
     project = tmp_path / "secret-project"
     project.mkdir()
-    (home / "memory.yaml").write_text(f"hooks:\n  disabled_projects: [{project}]\n")
+    (isolated_home / "memory.yaml").write_text(f"hooks:\n  disabled_projects: [{project}]\n")
     payload = {"session_id": "s6", "prompt": "deploy password hint", "cwd": str(project)}
-    assert context_of(hook("user-prompt-submit", payload, home), "UserPromptSubmit") == ""
     sub = {"session_id": "s7", "prompt": "deploy password hint", "cwd": str(tmp_path), "agent_id": "a1"}
-    assert context_of(hook("user-prompt-submit", sub, home), "UserPromptSubmit") == ""
-    (home / "memory.yaml").write_text("hooks:\n  subagents: true\n")
-    assert "PINEAPPLE" in context_of(hook("user-prompt-submit", sub, home), "UserPromptSubmit")
+    async with running_daemon(load_settings(home=isolated_home), provider, serve_socket=True):
+        assert answer_of(await launch("user-prompt-submit", payload, isolated_home), "UserPromptSubmit") == ""
+        assert answer_of(await launch("user-prompt-submit", sub, isolated_home), "UserPromptSubmit") == ""
+        # the hook's own environment turns it off too
+        other = {"session_id": "s8", "prompt": "deploy password hint", "cwd": str(tmp_path)}
+        proc = await launch("user-prompt-submit", other, isolated_home, DEXAI_MEMORY_DISABLED="1")
+        assert answer_of(proc, "UserPromptSubmit") == ""
+    (isolated_home / "memory.yaml").write_text("hooks:\n  subagents: true\n")
+    async with running_daemon(load_settings(home=isolated_home), provider, serve_socket=True):
+        proc = await launch("user-prompt-submit", sub, isolated_home)
+        assert "PINEAPPLE" in answer_of(proc, "UserPromptSubmit")
 
 
-def test_hook_process_imports_no_heavy_module(home: Path, tmp_path: Path) -> None:
-    """The per-turn events stay light; only PreCompact/SessionEnd without a daemon load the
-    extraction pipeline (they extract the queue inline)."""
-    code = (
-        "import io, json, sys\n"
-        "from dexai_memory.hooks.client import run\n"
-        "for ev, p in [('session-start', {'source': 'startup'}), ('user-prompt-submit', {'prompt': 'deploy hint'}),"
-        " ('post-tool-use', {'tool_name': 'Bash', 'tool_response': 'Deployed to staging for Sarah tomorrow'}),"
-        " ('stop', {'last_assistant_message': 'I will remember you prefer tea'}), ('post-compact', {})]:\n"
-        "    run(ev, io.StringIO(json.dumps({**p, 'session_id': 'x'})), io.StringIO())\n"
-        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
-                          env={**os.environ, "DEXAI_MEMORY_HOME": str(home)})
-    assert json.loads(proc.stdout) == []
+_CLIENT_CODE = (
+    "import io, json, sys\n"
+    "from dexai_memory.hooks.client import run\n"
+    "outs = []\n"
+    "for ev, p in [('session-start', {'source': 'startup'}), ('user-prompt-submit', {'prompt': 'deploy password hint'}),"
+    " ('post-tool-use', {'tool_name': 'Bash', 'tool_response': 'Deployed to staging for Sarah tomorrow'}),"
+    " ('stop', {'last_assistant_message': 'I will remember you prefer tea'}), ('post-compact', {})]:\n"
+    "    out = io.StringIO()\n"
+    "    run(ev, io.StringIO(json.dumps({**p, 'session_id': 'x' + ev})), out)\n"
+    "    outs.append(out.getvalue())\n"
+    "print(json.dumps([outs, sorted(sys.modules)]))\n"
+)
 
 
-def test_the_prompt_hook_without_a_daemon_imports_only_what_it_uses(home: Path) -> None:
-    """UserPromptSubmit with no daemon (keyword recall from the SQLite file): no prefetch (shlex),
-    no IPC client (socket), no queue, gate or extraction; and the answer is still the recall."""
-    code = (
-        "import io, json, sys\n"
-        "from dexai_memory.hooks.client import run\n"
-        "out = io.StringIO()\n"
-        "run('user-prompt-submit', io.StringIO(json.dumps({'session_id': 'x', 'prompt': 'deploy password hint'})),"
-        " out)\n"
-        "print(json.dumps([out.getvalue(), sorted(sys.modules)]))\n"
-    )
-    proc = subprocess.run([sys.executable, "-S", "-c", f"import site; site.main()\n{code}"], capture_output=True,
-                          text=True, timeout=60, check=True,
-                          env={**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"})
-    answer, modules = json.loads(proc.stdout)
-    assert "PINEAPPLE-42" in answer
-    unused = {"dexai_memory.daemon.prefetch_items", "shlex", "socket", "dexai_memory.daemon.ipc", "dexai_memory.capture.gate",
-              "dexai_memory.capture.queue_file", "dexai_memory.capture.admit", "dexai_memory.extraction",
-              "subprocess", "asyncio", "hashlib"}
-    assert unused.isdisjoint(modules), sorted(unused & set(modules))
+def _client(home: Path) -> tuple[list[str], list[str]]:
+    proc = subprocess.run([sys.executable, "-c", _CLIENT_CODE], capture_output=True, text=True, timeout=60,
+                          check=True, env={**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"})
+    outs, modules = json.loads(proc.stdout)
+    return outs, modules
 
 
-class _DaemonStub:
-    """The parts of a running daemon the hook socket ops use: settings, provider, ipc, flush."""
-
-    def __init__(self, settings: Settings, provider: NativeProvider):
-        self.settings = settings
-        self.provider = provider
-        self.ipc = IpcServer(settings.socket_path)
-        self.flushes = 0
-
-    async def flush(self) -> bool:
-        self.flushes += 1
-        return True
+async def test_the_python_client_imports_no_heavy_module(daemon: MemoryDaemon) -> None:
+    """A daemon answers: the client forwards and imports nothing of the store, the gate or the
+    extraction; the answer is the daemon's recall."""
+    outs, modules = await asyncio.to_thread(_client, daemon.settings.home)
+    assert "Alice prefers tabs" in outs[0] and "PINEAPPLE-42" in outs[1]
+    unused = {"dexai_memory.capture.gate", "dexai_memory.capture.admit", "dexai_memory.extraction",
+              "dexai_memory.providers", "dexai_memory.recall", "dexai_memory.daemon.core", "asyncio"}
+    assert not {m for m in modules if m.split(".")[0] in FORBIDDEN or m in unused}
 
 
-@pytest.fixture
-async def daemon(home: Path, embedder: Embedder) -> AsyncIterator[_DaemonStub]:
-    short = Path(tempfile.mkdtemp(prefix="dx"))  # Unix socket paths must stay short
-    for name in ("memory.db", "memory.db-wal", "memory.db-shm"):
-        if (home / name).exists():
-            shutil.copy2(home / name, short / name)
-    settings = load_settings(home=short)
-    async with NativeProvider(settings.db_path, embedder=embedder) as provider:
-        stub = _DaemonStub(settings, provider)
-        register_ipc_ops(stub)
-        await stub.ipc.start()
-        try:
-            yield stub
-        finally:
-            await stub.ipc.aclose()
-    shutil.rmtree(short, ignore_errors=True)
+def test_with_no_daemon_the_client_queues_every_event_and_imports_no_heavy_module(isolated_home: Path) -> None:
+    outs, modules = _client(isolated_home)
+    assert outs == ["{}\n"] * 5
+    assert [e["event"] for e in queued_events(isolated_home)] == [
+        "session-start", "user-prompt-submit", "post-tool-use", "stop", "post-compact"]
+    assert not [m for m in modules if m.split(".")[0] in FORBIDDEN]
 
 
-async def test_hooks_use_the_daemon_when_it_answers(daemon: _DaemonStub, tmp_path: Path) -> None:
-    home = daemon.settings.home
-    env = {"DEXAI_MEMORY_HOME": str(home)}
-    payload = {"session_id": "d1", "prompt": "what is my deploy password hint?", "cwd": str(tmp_path)}
-    proc = await asyncio.to_thread(hook, "user-prompt-submit", payload, home, **env)
-    assert "PINEAPPLE-42" in context_of(proc, "UserPromptSubmit")
-    assert daemon.ipc.requests >= 1
-    hits = [m for m in await daemon.provider.list(user_id="alice") if "PINEAPPLE" in m.content]
-    assert hits[0].retrieval_count == 1  # only the daemon path records retrievals
-    transcript = write_transcript(tmp_path / "t.jsonl", [("user", "deploy the app"), ("assistant", "Deploying.")])
-    pre = await asyncio.to_thread(hook, "pre-compact", {"session_id": "d1", "trigger": "auto",
-                                                        "transcript_path": str(transcript), "cwd": str(tmp_path)},
-                                  home, **env)
-    assert pre.returncode == 0 and daemon.flushes == 1
-    snapshot = await daemon.provider.get("snapshot_d1", user_id="alice")
-    assert snapshot.type is MemoryType.SNAPSHOT and "deploy the app" in snapshot.content
-    archived = await daemon.provider.list(user_id="alice", filters=__import__(
-        "dexai_memory.models", fromlist=["SearchFilters"]).SearchFilters(types=(MemoryType.TRANSCRIPT,)))
-    assert archived and archived[0].metadata["path"].endswith("-auto.jsonl")
-
-
-def test_reflection_hint_reaches_the_model_on_user_prompt_submit(home: Path) -> None:
+async def test_reflection_hint_reaches_the_model_on_user_prompt_submit(daemon: MemoryDaemon) -> None:
     """A stated preference / correction / "remember this" adds a hint to consider `remember`
     (dexai_memory.triggers), through UserPromptSubmit's additionalContext; not repeated at once."""
     from dexai_memory.triggers import HINT_PREFIX
 
-    said = {"session_id": "h1", "prompt": "From now on, always run make check before every push."}
-    assert HINT_PREFIX in context_of(hook("user-prompt-submit", said, home), "UserPromptSubmit")
-    plain = {"session_id": "h1", "prompt": "Open the parser module."}
-    assert HINT_PREFIX not in context_of(hook("user-prompt-submit", plain, home), "UserPromptSubmit")
-    again = {"session_id": "h1", "prompt": "Always use ruff, never flake8."}
-    assert HINT_PREFIX not in context_of(hook("user-prompt-submit", again, home), "UserPromptSubmit")  # cool-down
-    fixed = {"session_id": "h2", "prompt": "No, I meant the staging cluster, not production."}
-    assert "correct" in context_of(hook("user-prompt-submit", fixed, home), "UserPromptSubmit").lower()
+    home = daemon.settings.home
+
+    async def said(session: str, prompt: str) -> str:
+        proc = await launch("user-prompt-submit", {"session_id": session, "prompt": prompt}, home)
+        return answer_of(proc, "UserPromptSubmit")
+
+    assert HINT_PREFIX in await said("h1", "From now on, always run make check before every push.")
+    assert HINT_PREFIX not in await said("h1", "Open the parser module.")
+    assert HINT_PREFIX not in await said("h1", "Always use ruff, never flake8.")  # cool-down
+    assert "correct" in (await said("h2", "No, I meant the staging cluster, not production.")).lower()
 
 
-def test_our_own_memory_tool_results_are_not_captured_again(home: Path) -> None:
+async def test_our_own_memory_tool_results_are_not_captured_again(daemon: MemoryDaemon) -> None:
     for tool in ("mcp__plugin_dexai-memory_dexai-memory__recall", "mcp__dexai_memory__recall"):
         payload = {"session_id": "own", "tool_name": tool, "tool_use_id": tool,
                    "tool_response": "I live in Lisbon and my dentist is Dr Costa on Friday"}
-        assert hook("post-tool-use", payload, home).returncode == 0
-    queue = home / "queue.db"
-    if queue.exists():
-        assert sqlite3.connect(queue).execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
+        assert (await launch("post-tool-use", payload, daemon.settings.home)).returncode == 0
+    assert queued_turns(daemon.settings.home) == {}
+

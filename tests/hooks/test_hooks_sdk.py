@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +14,9 @@ import pytest
 from claude_agent_sdk import HookMatcher
 
 from dexai_memory.config import Settings, load_settings
+from dexai_memory.daemon.session_state import read_marker
 from dexai_memory.embeddings import Embedder
-from dexai_memory.hooks import state as hook_state
-from dexai_memory.hooks.sdk import memory_hooks
+from dexai_memory.hooks.sdk import MemoryHooks, memory_hooks
 from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
 
@@ -33,6 +33,20 @@ async def provider(settings: Settings, embedder: Embedder) -> AsyncIterator[Nati
         await p.add(Memory(content="Alice prefers short answers", user_id="alice", type=MemoryType.PREFERENCE,
                            importance=8))
         yield p
+
+
+@pytest.fixture
+async def open_hooks() -> AsyncIterator[Callable[..., dict[str, list[HookMatcher]]]]:
+    """``memory_hooks`` that stops the daemons it started on a provider at the end of the test."""
+    made: list[MemoryHooks] = []
+
+    def make(source: Any, **kw: Any) -> dict[str, list[HookMatcher]]:
+        made.append(MemoryHooks(source, **kw))
+        return made[-1].as_dict()
+
+    yield make
+    for hooks in made:
+        await hooks.aclose()
 
 
 async def call(hooks: dict[str, list[HookMatcher]], event: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -58,8 +72,9 @@ def test_hook_events_and_matchers(settings: Settings) -> None:
     assert all(isinstance(m, HookMatcher) and m.hooks for ms in hooks.values() for m in ms)
 
 
-async def test_user_prompt_submit_auto_recall(provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+async def test_user_prompt_submit_auto_recall(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
     out = await call(hooks, "UserPromptSubmit", {"session_id": "s1", "prompt": "staging database password hint?",
                                                  "cwd": str(tmp_path)})
     assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
@@ -69,11 +84,12 @@ async def test_user_prompt_submit_auto_recall(provider: NativeProvider, settings
     assert again == {}  # injected already in this session
 
 
-async def test_compaction_cycle(provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+async def test_compaction_cycle(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "s2", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
     assert await call(hooks, "PreCompact", {**base, "trigger": "manual", "custom_instructions": None}) == {}
-    assert hook_state.read_marker(settings, "s2") is not None
+    assert read_marker(settings, "s2") is not None
     snap = await provider.get("snapshot_s2", user_id="alice")
     assert "staging database password hint" in snap.content
     archived = await provider.list(user_id="alice", filters=SearchFilters(types=(MemoryType.TRANSCRIPT,)))
@@ -82,23 +98,23 @@ async def test_compaction_cycle(provider: NativeProvider, settings: Settings, tm
     text = context(out)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "KIWI-9" in text and "Alice prefers short answers" in text and "Session state:" in text
-    assert hook_state.read_marker(settings, "s2") is None
+    assert read_marker(settings, "s2") is None
     assert await call(hooks, "PostCompact", {**base, "trigger": "manual"}) == {}
 
 
-async def test_prompt_after_compaction_reinjects_when_session_start_missed(
+async def test_prompt_after_compaction_reinjects_when_session_start_missed(open_hooks: Callable[..., Any],
         provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "s3", "cwd": str(tmp_path), "transcript_path": transcript(tmp_path)}
     await call(hooks, "PreCompact", {**base, "trigger": "auto"})
     out = await call(hooks, "UserPromptSubmit", {**base, "prompt": "go on"})
     assert "Persistent context:" in context(out) and "Session state:" in context(out)
-    assert hook_state.read_marker(settings, "s3") is None
+    assert read_marker(settings, "s3") is None
 
 
-async def test_stop_and_tool_results_go_to_the_queue(provider: NativeProvider, settings: Settings,
-                                                     tmp_path: Path) -> None:
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+async def test_stop_and_tool_results_go_to_the_queue(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "s4", "cwd": str(tmp_path)}
     await call(hooks, "UserPromptSubmit", {**base, "prompt": "Remember that I prefer Fridays for deploys",
                                            "prompt_id": "p9"})
@@ -110,21 +126,28 @@ async def test_stop_and_tool_results_go_to_the_queue(provider: NativeProvider, s
     assert any(turn.startswith("s4:tool-tu1:") for _, turn in rows)
 
 
-async def test_internal_error_answers_empty(settings: Settings, embedder: Embedder, tmp_path: Path) -> None:
-    provider = NativeProvider(settings.db_path, embedder=embedder)  # never started: every call raises
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
-    out = await call(hooks, "UserPromptSubmit", {"session_id": "s5", "prompt": "hello", "cwd": str(tmp_path)})
-    assert out == {}
-    assert await call(hooks, "PreCompact", {"session_id": "s5", "trigger": "auto", "cwd": str(tmp_path)}) == {}
-    assert hook_state.read_marker(settings, "s5") is not None  # written before the failing step
+async def test_internal_error_answers_empty(open_hooks: Callable[..., Any], settings: Settings,
+                                           embedder: Embedder, tmp_path: Path) -> None:
+    never_started = NativeProvider(settings.db_path, embedder=embedder)  # the daemon on it cannot start
+    hooks = open_hooks(never_started, user_id="alice", settings=settings)
+    base = {"session_id": "s5", "cwd": str(tmp_path)}
+    assert await call(hooks, "UserPromptSubmit", {**base, "prompt": "hello"}) == {}
+    provider = NativeProvider(settings.db_path, embedder=embedder)
+    await provider.start()
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
+    assert await call(hooks, "SessionStart", {**base, "source": "startup"}) == {}  # its daemon is up
+    await provider.aclose()  # from now on every call to the store raises
+    assert await call(hooks, "UserPromptSubmit", {**base, "prompt": "the staging database password hint?"}) == {}
+    assert await call(hooks, "PreCompact", {**base, "trigger": "auto"}) == {}
+    assert read_marker(settings, "s5") is not None  # written before the failing step
 
 
-async def test_disabled_for_subagents_and_projects(provider: NativeProvider, tmp_path: Path,
-                                                   isolated_home: Path) -> None:
+async def test_disabled_for_subagents_and_projects(open_hooks: Callable[..., Any],
+        provider: NativeProvider, tmp_path: Path, isolated_home: Path) -> None:
     cfg = tmp_path / "m.yaml"
     cfg.write_text(f"hooks:\n  disabled_projects: [{tmp_path / 'private'}]\n")
     settings = load_settings(cfg, home=isolated_home)
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
     prompt = "staging database password hint?"
     assert await call(hooks, "UserPromptSubmit", {"session_id": "s6", "prompt": prompt,
                                                   "cwd": str(tmp_path / "private")}) == {}
@@ -134,20 +157,14 @@ async def test_disabled_for_subagents_and_projects(provider: NativeProvider, tmp
                                                                       "cwd": str(tmp_path)}))
 
 
-async def test_with_a_running_daemon(tmp_path: Path) -> None:
+async def test_with_a_running_daemon(settings: Settings, tmp_path: Path) -> None:
     """SDK callbacks on a real MemoryDaemon: recall from its provider, Stop -> queue, PreCompact
-    flushes the extraction so the turn's memory exists; command hooks reach it over the socket."""
-    import subprocess
-    import sys
-    import tempfile
-
+    flushes the extraction so the turn's memory exists; the plugin's command hooks and
+    ``memory_hooks(settings)`` (the socket) reach the same daemon."""
     from dexai_memory.daemon import MemoryDaemon
-    from dexai_memory.daemon.actions import register_ipc_ops
+    from tests.hook_daemon import answer_of, launch
 
-    home = Path(tempfile.mkdtemp(prefix="dxd"))  # Unix socket paths must stay short
-    settings = load_settings(home=home)
     daemon = MemoryDaemon(settings, serve_socket=True, schedule=False)
-    register_ipc_ops(daemon)
     async with daemon:
         await daemon.provider.add(Memory(content="The staging database password hint is KIWI-9", user_id="alice"))
         hooks = memory_hooks(daemon, user_id="alice")
@@ -160,23 +177,22 @@ async def test_with_a_running_daemon(tmp_path: Path) -> None:
         assert await call(hooks, "PreCompact", {**base, "trigger": "manual"}) == {}
         contents = [m.content for m in await daemon.provider.list(user_id="alice")]
         assert any("Fridays" in c and "Sarah" in c for c in contents)
-        env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice"}
-        proc = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "dexai_memory.hook_runtime", "user-prompt-submit"],
-            input=json.dumps({"session_id": "d2", "prompt": "staging database password hint?"}), text=True,
-            capture_output=True, env=env, timeout=60, check=False)
-        assert "KIWI-9" in proc.stdout and daemon.ipc.requests >= 1
+        proc = await launch("user-prompt-submit", {"session_id": "d2", "prompt": "staging database password hint?"},
+                            settings.home)
+        assert "KIWI-9" in answer_of(proc, "UserPromptSubmit") and daemon.ipc.requests >= 1
+        requests = daemon.ipc.requests
+        over_socket = memory_hooks(settings, user_id="alice")
+        out = await call(over_socket, "UserPromptSubmit", {"session_id": "d3", "prompt": "staging database hint?"})
+        assert "KIWI-9" in context(out) and daemon.ipc.requests > requests
 
 
-async def test_sdk_turns_carry_their_time_so_tomorrow_becomes_a_dated_commitment(tmp_path: Path) -> None:
+async def test_sdk_turns_carry_their_time_so_tomorrow_becomes_a_dated_commitment(settings: Settings,
+                                                                                 tmp_path: Path) -> None:
     """One implementation of the events: the SDK path stamps turns like the command hooks, so a
     relative date resolves and a promise becomes a COMMITMENT (it drifted before)."""
-    import tempfile
-
     from dexai_memory.daemon import MemoryDaemon
     from dexai_memory.models import utcnow
 
-    settings = load_settings(home=Path(tempfile.mkdtemp(prefix="dxt")))
     async with MemoryDaemon(settings, schedule=False) as daemon:
         hooks = memory_hooks(daemon, user_id="alice")
         base = {"session_id": "t1", "cwd": str(tmp_path)}
@@ -191,11 +207,12 @@ async def test_sdk_turns_carry_their_time_so_tomorrow_becomes_a_dated_commitment
         [(m.content, m.metadata) for m in memories]
 
 
-async def test_provider_mode_extracts_queued_turns_in_process(provider: NativeProvider, settings: Settings,
-                                                             tmp_path: Path) -> None:
-    """memory_hooks(provider): no daemon anywhere, the turn is still stored (in the background
-    after Stop, and for certain at PreCompact)."""
-    hooks = memory_hooks(provider, user_id="alice", settings=settings)
+async def test_provider_mode_extracts_queued_turns_in_process(open_hooks: Callable[..., Any],
+        provider: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    """memory_hooks(provider): no daemon process; the MemoryDaemon the first callback starts on
+    the provider, in this process, stores the turn (in the background after Stop, and for
+    certain at PreCompact)."""
+    hooks = open_hooks(provider, user_id="alice", settings=settings)
     base = {"session_id": "pm1", "cwd": str(tmp_path)}
     await call(hooks, "UserPromptSubmit", {**base, "prompt": "I live in Lisbon and my dentist is Dr Costa",
                                            "prompt_id": "p1"})

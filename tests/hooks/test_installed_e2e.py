@@ -4,7 +4,9 @@ signs in with a token, like a Claude account user), facts said in the conversati
 
 Covers issue 10's "done means": facts reach the model after each of three compactions
 (manual and auto) and a new session starts with the profile, once with the daemon the hooks
-start and once with autostart off (inline extraction only); a SIGKILLed daemon is replaced by
+start and once with autostart off and the daemon run by the user (a service); with autostart off
+and no daemon, the sessions' events wait in queue.db and the daemon started later captures them;
+a SIGKILLed daemon is replaced by
 the next hook with nothing lost or stored twice; two sessions at once share one daemon.
 """
 
@@ -24,7 +26,7 @@ import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
-from dexai_memory.daemon.control import lock_held, read_pid, stop, wait_until_answering
+from dexai_memory.daemon.control import lock_held, read_pid, spawn, stop, wait_until_answering
 from dexai_memory.demo.claude_cli import ClaudeRun
 from dexai_memory.demo.fakeapi import (
     FakeMessagesAPI,
@@ -109,9 +111,43 @@ def assert_recalled(request: RecordedRequest, keys: tuple[str, ...], where: str)
         f"{where}: the fact came from the summary, not from memory"
 
 
-@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+def users_daemon(home: Path) -> int:
+    """The daemon a user runs with autostart off (``dexai daemon start``, a service): its pid."""
+    settings = load_settings(home=home)
+    pid = spawn(settings, reason="the user's own service")
+    assert pid and wait_until_answering(settings, 60)
+    return int(read_pid(settings) or 0)
+
+
+def replayed_by_a_later_daemon(home: Path) -> None:
+    """With autostart off and no daemon, the sessions' events wait in queue.db: the daemon the
+    user starts replays them (then they are gone) and extracts the turns they queue."""
+    from dexai_memory.capture.queue_file import queue_path, queued_events
+
+    assert not daemons_for(home), "a daemon ran with autostart off"
+    assert queued_events(queue_path(home)), "the hooks kept no event for a daemon to replay"
+    users_daemon(home)
+    assert queued_events(queue_path(home)) == []
+    drained(home)
+
+
+def drained(home: Path) -> None:
+    """Wait until the running daemon extracted every queued turn."""
+    settings = load_settings(home=home)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with ExtractionQueue.from_settings(settings) as queue:
+            if queue.pending_count() == 0:
+                break
+        time.sleep(0.2)
+    with ExtractionQueue.from_settings(settings) as queue:
+        assert queue.pending_count() == 0 and queue.stats().dead == 0
+
+
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "users-daemon"])
 def test_facts_said_in_conversation_survive_three_compactions_and_reach_the_next_session(
         tmp_path: Path, mem_home: Path, autostart: bool) -> None:
+    started = None if autostart else users_daemon(mem_home)
     with FakeMessagesAPI() as api:  # its compaction summary keeps nothing
         run = runner(tmp_path, api, mem_home, autostart=autostart, autocompact=100_000)
         run(FACTS_PROMPT).check()
@@ -144,7 +180,7 @@ def test_facts_said_in_conversation_survive_three_compactions_and_reach_the_next
         assert lock_held(settings) and read_pid(settings), "the hooks did not start a daemon"
         assert len(daemons_for(mem_home)) == 1
     else:
-        assert not lock_held(settings) and not daemons_for(mem_home), "a daemon ran with autostart off"
+        assert daemons_for(mem_home) == [started], "the hooks started a daemon with autostart off"
 
 
 def test_sigkilled_daemon_is_replaced_and_nothing_is_lost_or_stored_twice(tmp_path: Path, mem_home: Path) -> None:
@@ -203,11 +239,12 @@ def test_two_sessions_at_once_share_one_daemon(tmp_path: Path, mem_home: Path) -
     assert daemons_for(mem_home) == [read_pid(settings)]
 
 
-@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "no-daemon-then-replayed"])
 def test_facts_said_without_any_compaction_reach_the_next_session(
         tmp_path: Path, mem_home: Path, autostart: bool) -> None:
-    """SessionEnd gets the queue extracted (by the daemon it starts, or inline with autostart off),
-    so a session that never compacted still leaves its facts for the next one."""
+    """SessionEnd gets the queue extracted by the daemon the hooks start; with autostart off and
+    no daemon, the session's events wait in queue.db and the daemon the user starts before the
+    next session replays them: a session that never compacted still leaves its facts."""
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=autostart)
         run(FACTS_PROMPT).check()
@@ -220,6 +257,8 @@ def test_facts_said_without_any_compaction_reach_the_next_session(
                     if queue.pending_count() == 0:
                         break
                 time.sleep(0.2)
+        else:
+            replayed_by_a_later_daemon(mem_home)
         api.clear()
         run.last_session_id = None
         run("Good morning.").check()

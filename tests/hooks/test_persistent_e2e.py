@@ -1,8 +1,9 @@
 """Issue 14's "done means", through the real Claude Code CLI with the plugin as installed (no API
 key, offline extractor): standing instructions, warnings and key project facts said in one
 session are in the FIRST request of the next session, in the persistent context, within its
-budget; once with the daemon the hooks start, once with autostart off (the command hooks'
-no-daemon fallback reads the store itself)."""
+budget; once with the daemon the hooks start, once with autostart off and no daemon (the
+session's events wait in queue.db; the daemon the user starts before the next session replays
+them)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dexai_memory.config import load_settings
 from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
 from dexai_memory.text.tokens import count_tokens
 
-from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+from .test_installed_e2e import mem_home, memory_text, replayed_by_a_later_daemon, runner  # noqa: F401 - mem_home is a fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +28,7 @@ SESSION_ONE = ("Some ground rules for this repo. Always run make lint-all before
 KEYS = ("make lint-all", "proto/gen", "8443", "Priya owns the billing service")
 
 
-@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "no-daemon-then-replayed"])
 def test_instructions_warnings_and_project_facts_open_the_next_session(
         tmp_path: Path, mem_home: Path, autostart: bool) -> None:  # noqa: F811
     settings = load_settings(home=mem_home)
@@ -42,6 +43,8 @@ def test_instructions_warnings_and_project_facts_open_the_next_session(
                     if queue.pending_count() == 0:
                         break
                 time.sleep(0.2)
+        else:
+            replayed_by_a_later_daemon(mem_home)
         api.clear()
         run.last_session_id = None
         run("Good morning, what's next?").check()

@@ -56,11 +56,15 @@ def assert_fact_survived(request: RecordedRequest) -> None:
 
 
 @pytest.fixture
-async def home(isolated_home: Path, embedder: Embedder) -> Path:
+async def home(isolated_home: Path, embedder: Embedder) -> AsyncIterator[Path]:
     async with NativeProvider(isolated_home / "memory.db", embedder=embedder) as p:
         await p.add(Memory(content=FACT, user_id="alice", importance=8, source_ids=("t1",)))
         await p.add(Memory(content=PREFERENCE, user_id="alice", type=MemoryType.PREFERENCE, importance=8))
-    return isolated_home
+    yield isolated_home
+    from dexai_memory.config import load_settings
+    from dexai_memory.daemon.control import stop
+
+    stop(load_settings(home=isolated_home), timeout=15)  # the daemon the hooks started
 
 
 @pytest.fixture
@@ -71,7 +75,8 @@ def api() -> AsyncIterator[FakeMessagesAPI]:
 
 def cli_env(home: Path) -> dict[str, str]:
     # `dexai` of this interpreter first on PATH: the plugin launcher finds its Python there.
-    return {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice",
+    # the hooks start the daemon as they do for a user (the test suite turns autostart off)
+    return {"DEXAI_MEMORY_HOME": str(home), "DEXAI_MEMORY_USER": "alice", "DEXAI_DAEMON_AUTOSTART": "1",
             "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
 
 
@@ -145,7 +150,12 @@ def test_crashing_hook_does_not_stop_the_session(tmp_path: Path, api: FakeMessag
     assert run("What is the deploy password hint?").check().text == "OK."
     run.resume("/compact").check()
     assert run.resume("Still there?").check().text == "OK."
-    assert "failed" in (home / "hooks.log").read_text()
+    # no daemon can start on that store: every hook answered a no-op and kept its event for later
+    assert "no daemon answered" in (home / "hooks.log").read_text()
+    from dexai_memory.capture.queue_file import queue_path, queued_events
+
+    kept = {data["event"] for _row, data in queued_events(queue_path(home))}
+    assert {"session-start", "user-prompt-submit"} <= kept, kept
 
 
 async def test_sdk_callbacks_manual_compaction(tmp_path: Path, api: FakeMessagesAPI, home: Path,
@@ -174,7 +184,9 @@ async def test_sdk_callbacks_manual_compaction(tmp_path: Path, api: FakeMessages
 
 
 def test_dexai_demo_succeeds(tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    # a user's default: the hooks start the daemon (the test suite turns autostart off)
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+           "DEXAI_DAEMON_AUTOSTART": "1"}
     proc = subprocess.run([sys.executable, "-m", "dexai_memory.cli.main", "demo", "--json"], capture_output=True,
                           text=True, env=env, timeout=600, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -8,7 +8,7 @@ wheelhouse; see tests/hooks/test_launcher.py for the details."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,15 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture
-async def home(isolated_home: Path, embedder: Embedder) -> Path:
+async def home(isolated_home: Path, embedder: Embedder) -> AsyncIterator[Path]:
     async with NativeProvider(isolated_home / "memory.db", embedder=embedder) as p:
         await p.add(Memory(content=FACT, user_id="alice", importance=8, source_ids=("t1",)))
         await p.add(Memory(content=PREFERENCE, user_id="alice", type=MemoryType.PREFERENCE, importance=8))
-    return isolated_home
+    yield isolated_home
+    from dexai_memory.config import load_settings
+    from dexai_memory.daemon.control import stop
+
+    stop(load_settings(home=isolated_home), timeout=15)  # the daemon the hooks started
 
 
 def transcript_attachments(claude_home: Path, result: ClaudeResult) -> list[dict[str, Any]]:
@@ -68,7 +72,7 @@ def test_first_session_installs_and_a_later_session_remembers(
     claude_home = tmp_path / "claude-home"
     # no dexai, and a python3 that cannot import dexai_memory: the plugin must install itself
     env = {"PATH": f"{bare_python(tmp_path)}:{tools_dir(tmp_path)}", "DEXAI_MEMORY_HOME": str(home),
-           "DEXAI_MEMORY_USER": "alice", **offline_install_env(wheelhouse)}
+           "DEXAI_MEMORY_USER": "alice", "DEXAI_DAEMON_AUTOSTART": "1", **offline_install_env(wheelhouse)}
     data = claude_home / ".claude" / "plugins" / "data" / "dexai-memory-inline"  # CLAUDE_PLUGIN_DATA (--plugin-dir)
     with FakeMessagesAPI() as api:
         run = ClaudeRun(home=claude_home, base_url=api.base_url, cwd=tmp_path / "project", plugin_dirs=[plugin],

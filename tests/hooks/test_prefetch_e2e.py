@@ -9,6 +9,7 @@ session and the prefetch rightly adds nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from dexai_memory.capture.queue import ExtractionQueue
-from dexai_memory.config import load_settings
+from dexai_memory.config import Settings, load_settings
 from dexai_memory.demo.fakeapi import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -26,11 +27,17 @@ from dexai_memory.demo.fakeapi import (
     last_user_text,
     text_of,
 )
-from dexai_memory.models import MemoryType, SearchFilters
-from dexai_memory.providers.native.reader import SqliteReader
-from dexai_memory.recall.source import run_now
+from dexai_memory.models import Memory, MemoryType, SearchFilters
+from dexai_memory.providers.native import NativeProvider
 
-from .test_installed_e2e import mem_home, memory_text, runner  # noqa: F401 - mem_home is a fixture
+from .test_installed_e2e import (  # noqa: F401 - mem_home is a fixture
+    drained,
+    mem_home,
+    memory_text,
+    replayed_by_a_later_daemon,
+    runner,
+    users_daemon,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +76,16 @@ def _session_opening(run: Any, api: FakeMessagesAPI, source: Path,
                         when=opens_file)
 
 
-@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "inline-only"])
+
+def episodes_of(settings: Settings) -> list[Memory]:
+    """Dana's episodes in the store (read after the sessions, with no daemon writing)."""
+    async def read() -> list[Memory]:
+        async with NativeProvider(settings.db_path, embedder=None) as provider:
+            return await provider.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,)))
+
+    return asyncio.run(read())
+
+@pytest.mark.parametrize("autostart", [True, False], ids=["daemon-autostarted", "no-daemon-then-replayed"])
 def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         tmp_path: Path, mem_home: Path, autostart: bool) -> None:  # noqa: F811
     settings = load_settings(home=mem_home)
@@ -88,6 +104,8 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
                     if queue.pending_count() == 0:
                         break
                 time.sleep(0.2)
+        else:  # the daemon the user starts replays the session and answers the later ones
+            replayed_by_a_later_daemon(mem_home)
         # 1. the decision reaches the model when the file is opened
         before, after = _session_opening(run, api, source, OPEN_PROMPT)
         assert KEY not in text_of(before), "shown before the file was opened"
@@ -99,8 +117,7 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         assert KEY in memory_text(text_of(before))
         assert "Known about src/billing/invoice.py" not in text_of(after)
         assert text_of(after).count(KEY) == text_of(before).count(KEY)
-    with SqliteReader(settings.db_path) as reader:
-        episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+    episodes = episodes_of(settings)
     # one-prompt sessions that edited nothing are kept as their facts, not as episodes
     assert episodes == [], [e.content for e in episodes]
 
@@ -115,15 +132,16 @@ def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
     command = "python3 -c \"raise ConnectionResetError('Connection reset by peer')\""
     mem_home.mkdir(parents=True, exist_ok=True)
     (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    users_daemon(mem_home)  # autostart off: the user runs the daemon
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=False)
         run(lesson).check()
+        drained(mem_home)
         _, after = tool_session(run, api, prompt, ToolUse("Bash", {"command": command, "description": "run the export"}),
                                 "The VPN is down.")
     assert "ConnectionResetError" in text_of(after)  # the failure itself
     remembered = memory_text(text_of(after))
     assert "reconnect the VPN" in remembered, remembered
     # the session that ran the command is an episode, with the command among its artifacts
-    with SqliteReader(load_settings(home=mem_home).db_path) as reader:
-        episodes = run_now(reader.list(user_id="dana", filters=SearchFilters(types=(MemoryType.EPISODE,))))
+    episodes = episodes_of(load_settings(home=mem_home))
     assert [e.metadata["artifacts"]["commands"] for e in episodes] == [[command]], [e.content for e in episodes]

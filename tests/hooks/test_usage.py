@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from dexai_memory.cli.main import cli
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon.actions import HookActions
-from dexai_memory.hooks.sdk import memory_hooks
+from dexai_memory.hooks.sdk import MemoryHooks
 from dexai_memory.lifecycle.usage import used_in
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
@@ -66,38 +66,40 @@ async def test_sdk_hooks_count_a_citation_once_per_session(provider: NativeProvi
                                      importance=8))
     other = await provider.add(Memory(content="Alice prefers short answers", user_id=U,
                                       type=MemoryType.PREFERENCE, importance=8))
-    hooks = memory_hooks(provider, user_id=U, settings=settings)
-    base = {"session_id": "s1", "cwd": str(tmp_path)}
-    start = await call(hooks, "SessionStart", {**base, "source": "startup"})
-    assert "KIWI-9" in json.dumps(start)
-    await call(hooks, "Stop", {**base, "last_assistant_message": "The staging hint is KIWI-9 (database password)."})
-    assert await citations(provider, hint.id, 1) == 1
-    await call(hooks, "Stop", {**base, "last_assistant_message": "Again: KIWI-9 is the staging database hint."})
-    await asyncio.sleep(0.1)
-    assert (await provider.get(hint.id, user_id=U)).citation_count == 1  # once per session
-    assert (await provider.get(other.id, user_id=U)).citation_count == 0  # injected, ignored
+    sdk = MemoryHooks(provider, user_id=U, settings=settings)  # a daemon on the provider, in this process
+    try:
+        hooks = sdk.as_dict()
+        base = {"session_id": "s1", "cwd": str(tmp_path)}
+        start = await call(hooks, "SessionStart", {**base, "source": "startup"})
+        assert "KIWI-9" in json.dumps(start)
+        await call(hooks, "Stop", {**base, "last_assistant_message": "The staging hint is KIWI-9 (database password)."})
+        assert await citations(provider, hint.id, 1) == 1
+        await call(hooks, "Stop", {**base, "last_assistant_message": "Again: KIWI-9 is the staging database hint."})
+        await asyncio.sleep(0.1)
+        assert (await provider.get(hint.id, user_id=U)).citation_count == 1  # once per session
+        assert (await provider.get(other.id, user_id=U)).citation_count == 0  # injected, ignored
+    finally:
+        await sdk.aclose()
 
 
-async def test_daemon_socket_operation_counts_citations(provider: NativeProvider, settings: Settings) -> None:
-    from dexai_memory.daemon.actions import register_ipc_ops
+async def test_hook_events_over_the_daemon_socket_count_citations(provider: NativeProvider,
+                                                                  settings: Settings) -> None:
+    """The command hook's path: SessionStart and Stop as ``hook.event`` requests on a running
+    daemon's socket; the reply's citation of an injected memory is counted."""
+    from dexai_memory.daemon.ipc import ipc_request
+    from tests.hook_daemon import event, running_daemon
 
-    class Daemon:  # what register_ipc_ops reads from a daemon: its socket server and provider
-        def __init__(self) -> None:
-            self.ops: dict[str, Any] = {}
-            self.ipc = self
-            self.provider = provider
-            self.settings = settings
-
-        def register(self, op: str, handler: Any) -> None:
-            self.ops[op] = handler
-
-    hint = await provider.add(Memory(content="The orders service runs on port 8443", user_id=U))
-    daemon = Daemon()
-    register_ipc_ops(daemon, HookActions(settings, provider))  # type: ignore[arg-type]
-    reply = await daemon.ops["hook.turn_end"]({"user_id": U, "session_id": "s9", "injected": [hint.id, "m_gone"],
-                                               "reply": "Use port 8443 of the orders service."})
-    assert reply == {"cited": [hint.id]}
-    assert (await provider.get(hint.id, user_id=U)).citation_count == 1
+    hint = await provider.add(Memory(content="The orders service runs on port 8443", user_id=U, importance=8))
+    async with running_daemon(settings, provider, serve_socket=True):
+        for name, payload in (("session-start", {"session_id": "s9", "source": "startup"}),
+                              ("stop", {"session_id": "s9", "last_assistant_message":
+                                        "Use port 8443 of the orders service."})):
+            request = {"op": "hook.event", **event(name, payload, user=U).to_json()}
+            reply = await asyncio.to_thread(ipc_request, settings.socket_path, request, 30.0)
+            assert reply is not None and reply["ok"], reply
+            if name == "session-start":
+                assert "port 8443" in reply["answer"]["hookSpecificOutput"]["additionalContext"]
+        assert await citations(provider, hint.id, 1) == 1
 
 
 def test_get_shows_the_counts(settings: Settings) -> None:

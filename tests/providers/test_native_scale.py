@@ -13,7 +13,6 @@ from dexai_memory.embeddings import HashingEmbedder
 from dexai_memory.models import Memory, SearchFilters
 from dexai_memory.providers.native import ann, bm25, keywords, search
 from dexai_memory.providers.native.provider import NativeProvider
-from dexai_memory.providers.native.reader import SqliteReader
 from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
 from dexai_memory.providers.native.vectors import VectorIndex, read_user_vectors
 
@@ -76,11 +75,6 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
                 assert got  # every case has hits
                 results = await p.search(query, user_id=user, filters=filters, limit=20)
                 assert {r.memory.user_id for r in results} == {user}
-                # the command hook's reader: the same rows in the same order
-                with SqliteReader(tmp_path / "m.db") as reader:
-                    read = await reader.search(query, user_id=user, filters=filters, limit=20)
-                rowids = {m: r for r, m in await p.db.execute_fetchall("SELECT rowid, id FROM memories")}
-                assert [rowids[r.memory.id] for r in read] == want
 
 
 async def test_one_user_store_skips_the_range(tmp_path: Path) -> None:

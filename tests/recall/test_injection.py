@@ -19,7 +19,6 @@ import pytest
 
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.extraction.offline import OfflineExtractor
-from dexai_memory.hooks import command as rt
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, Turn, is_tool_origin
 from dexai_memory.pipeline import Pipeline, transcript_memory
 from dexai_memory.providers.native import NativeProvider
@@ -36,6 +35,7 @@ from dexai_memory.recall.block import (
 )
 from dexai_memory.recall.ranking import auto_recall, recall_block
 from dexai_memory.recall.reinjection import ReinjectionInputs, fill_block, l1_block
+from tests.hook_daemon import hook_block
 
 # --------------------------------------------------------------------------- what the model reads
 
@@ -222,8 +222,8 @@ async def test_webfetch_injection_never_appears_unquoted_in_any_block(provider: 
         "recall": (await recall_block(provider, "u", query, settings)).text,
         "auto-recall": (await auto_recall(provider, "u", query, [], settings)).text,
         "context-block": await build_block(provider, user_id="u", query=query),
-        "hook-fallback": rt.fallback_l1_block(settings, "u", query=query).text,
-        "hook-fallback-compact": rt.fallback_l1_block(settings, "u", query=query, after_compaction=True).text,
+        "hook-prompt": await hook_block(settings, provider, "u", query=query),
+        "hook-compact": await hook_block(settings, provider, "u", query=query, after_compaction=True),
     }
     assert all(blocks.values()), [k for k, v in blocks.items() if not v]
     for name, text in blocks.items():

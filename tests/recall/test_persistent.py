@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.hooks import command as rt
 from dexai_memory.limits import CategoryLimits
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
@@ -23,6 +22,7 @@ from dexai_memory.recall.persistent import (
 )
 from dexai_memory.recall.reinjection import l1_block
 from dexai_memory.text.tokens import count_tokens
+from tests.hook_daemon import hook_block
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 U = "alice"
@@ -121,7 +121,7 @@ async def store(settings: Settings) -> AsyncIterator[NativeProvider]:
         yield p
 
 
-async def test_l1_block_opens_with_it_the_same_with_and_without_a_daemon(store: NativeProvider,
+async def test_l1_block_opens_with_it_the_same_in_every_door(store: NativeProvider,
                                                                          settings: Settings) -> None:
     long = " ".join(["detail"] * 40)
     for i in range(60):
@@ -138,9 +138,9 @@ async def test_l1_block_opens_with_it_the_same_with_and_without_a_daemon(store: 
         assert count_tokens("\n".join(i.line for i in block.items if i.section == "persistent")) \
             <= settings.persistent_context.max_tokens
         assert len({m.id for m in block.memories}) == len(block.memories)  # nothing shown twice
-        fallback = rt.fallback_l1_block(settings, U, query=None, after_compaction=after)
-        assert [m.id for m in fallback.section("persistent")] == [m.id for m in persistent]
-        assert fallback.text == block.text
+        assert persistent
+        # the hooks inject exactly this block (SessionStart at startup, and after a compaction)
+        assert await hook_block(settings, store, U, after_compaction=after) == block.text
 
 
 async def test_disabled_leaves_the_block_as_before(store: NativeProvider, settings: Settings) -> None:
@@ -158,5 +158,6 @@ async def test_an_older_goal_does_not_come_back_anywhere_in_the_block(store: Nat
     for after in (False, True):
         block = await l1_block(store, U, settings, after_compaction=after, query="what is the goal for the API?")
         assert "cut p95 latency" in block.text and "ship v1" not in block.text, block.text
-        fallback = rt.fallback_l1_block(settings, U, query="what is the goal for the API?", after_compaction=after)
-        assert "cut p95 latency" in fallback.text and "ship v1" not in fallback.text
+    # the hook's block after a compaction whose last prompt asked it
+    injected = await hook_block(settings, store, U, query="what is the goal for the API?", after_compaction=True)
+    assert "cut p95 latency" in injected and "ship v1" not in injected, injected

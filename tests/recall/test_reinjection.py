@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from dexai_memory.config import Settings, load_settings
-from dexai_memory.hooks import command as rt
-from dexai_memory.hooks import state as hook_state
+from dexai_memory.daemon.session_state import read_marker
 from dexai_memory.models import Memory, MemoryType
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN, MAX_INJECTION_CHARS, SECTION_TITLES
@@ -24,6 +23,7 @@ from dexai_memory.recall.reinjection import (
     recall_query,
 )
 from dexai_memory.text.tokens import count_tokens
+from tests.hook_daemon import handle, hook_block, running_daemon
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 U = "alice"
@@ -152,34 +152,35 @@ async def test_per_prompt_auto_recall_keeps_its_cap(store: NativeProvider, setti
     for i in range(8):
         await store.add(mem(f"The Vellichor theme variant {i} has a dark mode", importance=8, minutes=i))
     result = await auto_recall(store, U, "what about the Vellichor theme variants?", [], settings, now=NOW)
-    assert 0 < len(result.memories) <= settings.auto_recall.max_memories == 5
+    assert 0 < len(result.memories) <= settings.auto_recall.max_memories == 40
+    capped = await auto_recall(store, U, "what about the Vellichor theme variants?", [], settings, now=NOW,
+                               max_memories=3)
+    assert 0 < len(capped.memories) <= 3 < len(result.memories)
 
 
-async def test_fallback_applies_the_same_selection(store: NativeProvider, settings: Settings) -> None:
-    daemon = await l1_block(store, U, settings, query=None, now=NOW, after_compaction=True)
-    fallback = rt.fallback_l1_block(settings, U, query=None, after_compaction=True)
-    assert [m.id for m in fallback.memories] == [m.id for m in daemon.memories]
-    assert fallback.text == daemon.text
+async def test_the_hook_injects_the_same_selection(store: NativeProvider, settings: Settings) -> None:
+    block = await l1_block(store, U, settings, query=None, after_compaction=True)
+    assert block.text and await hook_block(settings, store, U, after_compaction=True) == block.text
 
 
 async def test_command_hooks_reinject_the_filled_block_after_compaction(
-        store: NativeProvider, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """PreCompact keeps the last prompts; SessionStart(compact) re-injects the filled block (no daemon)."""
-    monkeypatch.setenv(hook_state.USER_ENV, U)
+        store: NativeProvider, settings: Settings, tmp_path: Path) -> None:
+    """PreCompact keeps the last prompts; SessionStart(compact) re-injects the filled block."""
+    import json
+
     transcript = tmp_path / "t.jsonl"
     rt_turns = [("user", "What was the Quillon logging format?"), ("assistant", "JSON lines."),
                 ("user", "Write a docstring for the retry decorator."), ("assistant", "Done."),
                 ("user", "Add type hints to the config loader."), ("assistant", "OK.")]
-    import json
-
     transcript.write_text("".join(json.dumps({"type": r, "message": {"role": r, "content": t}}) + "\n"
                                   for r, t in rt_turns))
     payload = {"session_id": "s9", "trigger": "auto", "transcript_path": str(transcript), "cwd": str(tmp_path)}
-    rt.handle("pre-compact", payload, rt.command_context(settings))
-    marker = hook_state.read_marker(settings, "s9")
-    assert marker is not None and marker["recent_prompts"] == [t for r, t in rt_turns if r == "user"]
-    out = rt.handle("session-start", {"session_id": "s9", "source": "compact", "cwd": str(tmp_path)},
-                    rt.command_context(settings))
+    async with running_daemon(settings, store) as daemon:
+        await handle(daemon, "pre-compact", payload, user=U)
+        marker = read_marker(settings, "s9")
+        assert marker is not None and marker["recent_prompts"] == [t for r, t in rt_turns if r == "user"]
+        out = await handle(daemon, "session-start", {"session_id": "s9", "source": "compact", "cwd": str(tmp_path)},
+                           user=U)
     assert isinstance(out, dict)
     text = out["hookSpecificOutput"]["additionalContext"]
     for m in STORE:
