@@ -12,8 +12,8 @@ arms, same prompts, same fake model:
 * **autostart**: the repository's plugin is loaded; its hooks start the
   daemon themselves when none answers (``daemon.autostart: true``, the
   default) and it extracts the captured turns;
-* **inline**: the plugin with ``daemon.autostart: false``: no daemon ever
-  runs; PreCompact extracts the queued turns in the hook process;
+* **own-daemon**: the plugin with ``daemon.autostart: false`` and a daemon the user
+  runs themselves (``dexai daemon start`` before the session, as a systemd unit would);
 * **without**: the same session with no plugin and no hooks.
 
 Session script
@@ -253,7 +253,7 @@ class RoundResult:
 @dataclass
 class ArmResult:
     mode: str
-    """without | autostart | inline"""
+    """without | autostart | own-daemon"""
     before: dict[str, bool] = field(default_factory=dict)
     """Presence in the last request before the first compaction (sanity: all present)."""
     rounds: list[RoundResult] = field(default_factory=list)
@@ -268,7 +268,7 @@ class ArmResult:
 
 
 #: The arms, in the order they run.
-ARMS = ("without", "autostart", "inline")
+ARMS = ("without", "autostart", "own-daemon")
 
 
 # --------------------------------------------------------------------------- measuring
@@ -332,9 +332,9 @@ def _answering(prompt: str) -> Callable[[dict[str, Any]], bool]:
 
 
 def run_arm(scenario: Scenario, *, mode: str, tmp: Path, timeout: float = 180.0) -> ArmResult:
-    """Run the scripted session once (``mode``: without | autostart | inline) and measure every round."""
+    """Run the scripted session once (``mode``: without | autostart | own-daemon) and measure every round."""
     from dexai_memory.config import load_settings
-    from dexai_memory.daemon.control import lock_held, stop
+    from dexai_memory.daemon.control import lock_held, spawn, stop, wait_until_answering
 
     arm = ArmResult(mode=mode)
     facts = scenario.facts
@@ -345,6 +345,11 @@ def run_arm(scenario: Scenario, *, mode: str, tmp: Path, timeout: float = 180.0)
         with FakeMessagesAPI(compaction_summary=SUMMARY) as api:
             env = memory_env(home)
             env["DEXAI_DAEMON_AUTOSTART"] = "1" if mode == "autostart" else "0"
+            if mode == "own-daemon":  # the user's own daemon, started before the session
+                settings = load_settings(home=home)
+                spawn(settings, reason="the user's own daemon")
+                if not wait_until_answering(settings, 60):
+                    raise RuntimeError(f"the daemon did not start (see {home / 'daemon.log'})")
             if not arm.with_memory:
                 env["DEXAI_MEMORY_DISABLED"] = "1"  # belt and braces: no plugin is loaded anyway
             run = ClaudeRun(home=tmp / "claude-home", base_url=api.base_url, cwd=tmp / "project",
@@ -574,14 +579,14 @@ def render(scenario: Scenario, arms: dict[str, ArmResult]) -> str:
     wo = arms["without"]
     rows = [["0 (before)", "-", _pct(sum(wo.before.values()) / len(facts)),
              *[_pct(sum(arms[m].before.values()) / len(facts)) for m in ARMS[1:]], None, None, None]]
-    auto, inline = arms["autostart"], arms["inline"]
+    auto, inline = arms["autostart"], arms["own-daemon"]
     for r_wo, r_a, r_i in zip(wo.rounds, auto.rounds, inline.rounds, strict=True):
         rows.append([str(r_a.round), r_a.trigger, _pct(r_wo.share(facts)), _pct(r_a.share(facts)),
                      _pct(r_i.share(facts)), f"{_pct(r_a.share(high))} / {_pct(r_i.share(high))}",
                      f"{max(r_a.block_tokens, default=0)} / {max(r_i.block_tokens, default=0)}",
                      f"{r_a.wall_s:.1f} / {r_i.wall_s:.1f}"])
     table = format_table(
-        ["round", "trigger", "without %", "autostart %", "inline %", "high % (auto / inline)",
+        ["round", "trigger", "without %", "autostart %", "own daemon %", "high % (auto / own)",
          "max block tok", "wall s"], rows,
         title=f"Compaction survival as installed: {len(facts)} facts said in the conversation "
               f"({len(high)} that must rank high), {len(wo.rounds)} compactions, summary {SUMMARY!r}")

@@ -11,7 +11,7 @@ import pytest
 from dexai_memory.config import SearchConfig
 from dexai_memory.embeddings import HashingEmbedder
 from dexai_memory.models import Memory, SearchFilters
-from dexai_memory.providers.native import ann, bm25, keywords, search
+from dexai_memory.providers.native import ann, search
 from dexai_memory.providers.native.provider import NativeProvider
 from dexai_memory.providers.native.schema import bm25_query, fts_query, where_clause
 from dexai_memory.providers.native.vectors import VectorIndex, read_user_vectors
@@ -59,9 +59,9 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
             await p.add(Memory(texts(1, 200 + step)[0], user_id="spread"))
         # "block" adds a few later: a second range
         await p.add_many([Memory(t, user_id="block", project="q") for t in texts(30, 300)])
-        ranges = await search._in_connection(p.db, bm25.user_rowids, "block")
+        ranges = await search._in_connection(p.db, search.user_rowids, "block")
         assert ranges is not None and len(ranges) == 2
-        assert await search._in_connection(p.db, bm25.user_rowids, "spread") is None
+        assert await search._in_connection(p.db, search.user_rowids, "spread") is None
         cases = [("block", SearchFilters()), ("block", SearchFilters(project="q")), ("spread", SearchFilters()),
                  ("big", SearchFilters()), ("big", SearchFilters(project="x"))]
         for user, filters in cases:
@@ -69,7 +69,7 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
             for query in ("cello drums", "sourdough bread river", "chess", "sailing mountain garden note"):
                 match = fts_query(query)
                 assert match is not None
-                got = await search._in_connection(p.db, bm25.bm25_rowids, match, where, params, 20, user)
+                got = await search._in_connection(p.db, search.bm25_rowids, match, where, params, 20, user)
                 want = [r[0] for r in await p.db.execute_fetchall(*bm25_query("m.rowid", match, where, params, 20))]
                 assert got == want, (user, filters, query)
                 assert got  # every case has hits
@@ -80,8 +80,8 @@ async def test_bm25_within_a_users_range_gives_the_joined_rows(tmp_path: Path) -
 async def test_one_user_store_skips_the_range(tmp_path: Path) -> None:
     async with NativeProvider(tmp_path / "m.db") as p:
         await p.add_many([Memory(t, user_id="solo") for t in texts(50, 1)])
-        assert await search._in_connection(p.db, bm25.user_rowids, "solo") is None
-        assert await search._in_connection(p.db, bm25.user_rowids, "nobody") is None
+        assert await search._in_connection(p.db, search.user_rowids, "solo") is None
+        assert await search._in_connection(p.db, search.user_rowids, "nobody") is None
 
 
 async def test_bm25_prunes_common_words_only_above_the_threshold(tmp_path: Path) -> None:
@@ -101,10 +101,10 @@ async def test_bm25_prunes_common_words_only_above_the_threshold(tmp_path: Path)
     # above it: "garden" (in over 2 % of the rows) is left out; every hit holds a rarer word
     async with NativeProvider(tmp_path / "m.db", search=SearchConfig(fusion="bm25", candidates=10,
                                                                        bm25_prune_threshold=500)) as p:
-        assert keywords.prune(p.db._conn, '"garden" OR "chess" OR "kite"', p.term_counts, 500, 10) \
+        assert search.prune(p.db._conn, '"garden" OR "chess" OR "kite"', p.term_counts, 500, 10) \
             == '"chess" OR "kite"'
         # the kept words must match enough rows, else the query stays whole
-        assert keywords.prune(p.db._conn, '"garden" OR "kite"', p.term_counts, 500, 10) == '"garden" OR "kite"'
+        assert search.prune(p.db._conn, '"garden" OR "kite"', p.term_counts, 500, 10) == '"garden" OR "kite"'
         got = await p.search(query, user_id="u", limit=10)
         assert len(got) == 10
         assert all("chess" in r.memory.content for r in got)
