@@ -179,6 +179,9 @@ class MemoryDaemon:
             self._provider = make_provider(self.settings)
             await self._provider.start()
         provider = self._provider
+        # a store that cannot answer (a provider handed over unstarted, a broken file) fails the start
+        # here, before the queue is claimed: the daemon never holds the queue it cannot work on
+        await provider.list(user_id="", limit=1)
         classifier = self._classifier
         if classifier is None:
             from ..extraction.factory import make_classifier
@@ -190,7 +193,7 @@ class MemoryDaemon:
         self.pipeline.journal = self.queue.save_notes  # extracted notes survive a crash before storage
         self.executor.warm_up(self._spawn(self.executor.load_model(), name="warm-up"))
         await self._claim_queue()
-        await self.executor.replay_queued_events()
+        self.runs["replayed-events"] += await self.executor.replay_queued_events()
         self._spawn(self._supervise("queue-worker", self._run_worker))
         self._spawn(self._health_loop())
         if self.schedule:

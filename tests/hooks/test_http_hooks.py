@@ -177,10 +177,10 @@ async def test_real_cli_is_answered_over_http(tmp_path: Path, served: HookHttpSe
     token = (served.settings.home / TOKEN_FILE).read_text().strip()
     opted_in = http_hook_settings(served.port, token)  # what `dexai daemon http-hooks --install` writes
     (tmp_path / "project").mkdir()
-    # the Python the launcher runs, through a wrapper that logs which events started it (argv: run.py event ...)
+    # the Python the launcher runs, through a wrapper that logs which events started it (argv: -S run.py event ...)
     starts = tmp_path / "python-starts.log"
     wrapper = tmp_path / "python-wrapper"
-    wrapper.write_text(f'#!/bin/sh\necho "$2" >> {starts}\nexec {sys.executable} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = -S ] && e=$3 || e=$2\necho "$e" >> {starts}\nexec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
     env = {"DEXAI_MEMORY_HOME": str(served.settings.home), "DEXAI_MEMORY_USER": "alice",
            "DEXAI_HOOK_TOKEN": token, "DEXAI_HOOK_HTTP_PORT": str(served.port),
