@@ -283,10 +283,6 @@ def wait_until_answering(settings: Settings, timeout: float) -> bool:
     return False
 
 
-#: Seconds a command waits for the daemon it started to answer.
-START_WAIT_SECONDS = 30.0
-
-
 def ask_running_daemon(settings: Settings, request: dict[str, Any], *, timeout: float = 60.0) -> dict[str, Any] | None:
     """The answer of the daemon running for ``settings.home`` (None when none answers; none is
     started). Raises :class:`~dexai_memory.errors.DaemonError` with the error it answered."""
@@ -297,31 +293,6 @@ def ask_running_daemon(settings: Settings, request: dict[str, Any], *, timeout: 
         return None
     reply = ipc_request(settings.socket_path, request, timeout)
     if reply is not None and (reply.get("ok") is False or reply.get("error")):
-        raise DaemonError(str(reply.get("error") or f"the memory daemon refused {request.get('op')}"))
-    return reply
-
-
-def ask_daemon(settings: Settings, request: dict[str, Any], *, timeout: float = 60.0,
-               start_wait: float = START_WAIT_SECONDS) -> dict[str, Any]:
-    """The daemon's answer to ``request``, starting the daemon (``daemon.autostart``) and waiting
-    up to ``start_wait`` seconds when none answers: for the CLI's and the MCP server's requests,
-    which the daemon serves like the hooks'. Raises :class:`~dexai_memory.errors.DaemonError`
-    when no daemon answers, or with the error the daemon answered."""
-    from ..errors import DaemonError
-    from .ipc import ipc_request
-
-    reply = ipc_request(settings.socket_path, request, timeout)
-    if reply is None:
-        started = ensure_daemon(settings, reason=f"{request.get('op')} needs the daemon")
-        if not (started or lock_held(settings)):
-            raise DaemonError(f"no memory daemon answers on {settings.socket_path} and autostart is off: "
-                              "start one with 'dexai daemon start'")
-        if not wait_until_answering(settings, start_wait):
-            raise DaemonError(f"the memory daemon did not answer within {start_wait:.0f}s (log: {log_path(settings)})")
-        reply = ipc_request(settings.socket_path, request, timeout)
-        if reply is None:
-            raise DaemonError(f"the memory daemon did not answer {request.get('op')} within {timeout:.0f}s")
-    if reply.get("ok") is False or reply.get("error"):
         raise DaemonError(str(reply.get("error") or f"the memory daemon refused {request.get('op')}"))
     return reply
 

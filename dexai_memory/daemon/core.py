@@ -498,8 +498,9 @@ class MemoryDaemon:
         return True
 
     # ------------------------------------------------------------------ warm path entry points
-    def submit_turn(self, turn: Turn) -> GateResult:
+    def submit_turn(self, turn: Turn, recent: Sequence[str] = ()) -> GateResult:
         """Redact and gate ``turn``; queue it if it passes. Never waits on extraction.
+        ``recent``: turns of its session the daemon has not seen (its context for the gate).
 
         Returns the gate's verdict. Raises :class:`DaemonError` when the
         daemon is not running, :class:`QueueError` when the queue refuses it
@@ -507,15 +508,16 @@ class MemoryDaemon:
         """
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
-        recent = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
-        admission = admit(turn, tuple(recent), self.pipeline.gate)  # redact, then gate
+        seen = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
+        seen.extend(str(text) for text in recent)
+        admission = admit(turn, tuple(seen), self.pipeline.gate)  # redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:
             return verdict
         self._users.add(clean.user_id)
         if verdict.passed:
             self.queue.enqueue(clean, context=admission.context)
-        recent.append(clean.content)
+        seen.append(clean.content)
         return verdict
 
     async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API

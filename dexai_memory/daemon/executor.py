@@ -42,6 +42,7 @@ capture and bookkeeping; its answer is read by nobody, so it skips recall.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -139,8 +140,9 @@ class EventExecutor:
     def settings(self) -> Settings:
         return self.daemon.settings
 
-    @property
+    @functools.cached_property
     def actions(self) -> HookActions:
+        """What the events do on the store, bound to the daemon (built once, after its start)."""
         daemon = self.daemon
         return HookActions(daemon.settings, daemon.provider, flush=daemon.flush,
                            schedule_consolidation=daemon.schedule_consolidation, spawn=daemon.spawn,

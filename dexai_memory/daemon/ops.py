@@ -22,7 +22,6 @@ Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` f
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import re
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import Turn
-from ..pipeline import RECENT_TURNS
+from ..recall.ranking import recall_args
 from .event import BadEvent, HookEvent, empty_answer
 from .session_state import compaction_instructions
 
@@ -62,22 +61,13 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
         return {"answer": answer}
 
     async def recall(req: dict[str, Any]) -> dict[str, Any]:
-        result = await daemon.executor.recall(
-            user_id=str(req["user_id"]), prompt=str(req.get("prompt") or ""),
-            recent=[str(t) for t in req.get("recent") or []], project=req.get("project") or None,
-            exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
-            max_memories=_int(req.get("max_memories")), max_tokens=_int(req.get("max_tokens")))
-        return result.to_reply()
+        return (await daemon.executor.recall(**recall_args(req))).to_reply()  # type: ignore[no-any-return]
 
     async def enqueue(req: dict[str, Any]) -> dict[str, Any]:
         data = req.get("turn")
         if not isinstance(data, dict):
             return {"ok": False, "error": "enqueue needs a 'turn' object"}
-        turn = Turn.from_dict(data)
-        for text in req.get("recent") or ():
-            daemon._recent.setdefault((turn.user_id, turn.session_id),
-                                      collections.deque(maxlen=RECENT_TURNS)).append(str(text))
-        verdict = await asyncio.to_thread(daemon.submit_turn, turn)
+        verdict = await asyncio.to_thread(daemon.submit_turn, Turn.from_dict(data), req.get("recent") or ())
         return {"gated": verdict.passed, "score": verdict.score, "queued": verdict.passed}
 
     async def flush(req: dict[str, Any]) -> dict[str, Any]:
@@ -126,8 +116,3 @@ async def run_event(daemon: Any, event: HookEvent) -> dict[str, Any] | str:
     except Exception:  # logged with its traceback; the hook answers a no-op
         logger.exception("hook %s failed", event.name)
         return compaction_instructions(daemon.settings) if event.name == "pre-compact" else empty_answer(event.name)
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float | str) and str(value).strip() else None
-

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..models import Memory, MemoryType, utcnow
+from ..models import utcnow
 
 EVENTS = {
     "session-start": "SessionStart",
@@ -428,11 +428,6 @@ def recent_prompts(messages: Sequence[tuple[str, str]], n: int = 3) -> list[str]
     """The last ``n`` user prompts of the transcript, oldest first (each cut to 1,000 characters)."""
     prompts = [" ".join(t.split())[:1000] for r, t in messages if r == "user" and t.strip()]
     return prompts[-n:]
-
-
-def snapshot_memory(text: str, user_id: str, session_id: str | None) -> Memory:
-    return Memory(id=f"snapshot_{safe_id(session_id)}", content=text, user_id=user_id, type=MemoryType.SNAPSHOT,
-                  session_id=session_id, importance=6)
 
 
 def compaction_instructions(settings: Settings) -> str:

@@ -419,12 +419,11 @@ def profile_of(memories: Sequence[Memory]) -> list[Memory]:
 async def gather_block_inputs(provider: RecallSource, *, user_id: str, project: str | None = None,
                               relevant: Sequence[Memory] = (), scores: dict[str, float] | None = None,
                               commitments_due_days: int = 7, session_id: str | None = None,
-                              now: datetime | None = None, session: Sequence[Memory] | None = None) -> BlockInputs:
+                              now: datetime | None = None) -> BlockInputs:
     """Fetch profile, commitments and the latest snapshot from ``provider``.
 
     ``relevant`` (from auto-recall) is passed through. The snapshot of
     ``session_id`` is preferred; otherwise the newest snapshot in scope.
-    ``session``, when given, is used instead of the stored snapshot.
     """
     pinned = await provider.list(user_id=user_id, filters=SearchFilters(project=project, pinned=True), limit=10)
     top_tier = await provider.list(user_id=user_id, filters=SearchFilters(project=project, tiers=(Tier.L1,)),
@@ -434,14 +433,13 @@ async def gather_block_inputs(provider: RecallSource, *, user_id: str, project: 
     profile = [m for m in profile_of([*pinned, *top_tier, *prefs]) if m.type is not MemoryType.SNAPSHOT]
     open_commitments = await provider.list(user_id=user_id, filters=SearchFilters(
         project=project, types=(MemoryType.COMMITMENT,)), limit=50)
-    if session is None:
-        session = []
-        if session_id:
-            session = await provider.list(user_id=user_id, filters=SearchFilters(
-                project=project, types=(MemoryType.SNAPSHOT,), session_id=session_id), limit=1)
-        if not session:
-            session = await provider.list(user_id=user_id, filters=SearchFilters(
-                project=project, types=(MemoryType.SNAPSHOT,)), limit=1)
+    session: list[Memory] = []
+    if session_id:
+        session = await provider.list(user_id=user_id, filters=SearchFilters(
+            project=project, types=(MemoryType.SNAPSHOT,), session_id=session_id), limit=1)
+    if not session:
+        session = await provider.list(user_id=user_id, filters=SearchFilters(
+            project=project, types=(MemoryType.SNAPSHOT,)), limit=1)
     return BlockInputs(profile=profile, relevant=list(relevant),
                        commitments=commitments_due_soon(open_commitments, days=commitments_due_days, now=now),
                        session=session, scores=dict(scores or {}))

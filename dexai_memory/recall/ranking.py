@@ -427,18 +427,24 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
 
 
-async def recall_request(provider: RecallSource, settings: Settings, req: dict[str, Any]) -> dict[str, Any]:
-    """A ``recall`` request (``user_id, prompt, project?, recent?, exclude_ids?, max_memories?,
-    max_tokens?``) answered with :func:`auto_recall` (:meth:`RecallResult.to_reply`): what
-    ``dexai memory recall`` runs when no daemon does."""
+def recall_args(req: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of a ``recall`` request (``user_id, prompt, project?, recent?,
+    exclude_ids?, max_memories?, max_tokens?``), as :func:`auto_recall` and the daemon's
+    executor take them. Raises :class:`KeyError` without ``user_id``."""
     def number(key: str) -> int | None:
         value = req.get(key)
         return int(value) if value is not None else None
 
-    result = await auto_recall(provider, str(req["user_id"]), str(req.get("prompt") or ""),
-                               [str(t) for t in req.get("recent") or []], settings,
-                               project=req.get("project") or None,
-                               exclude_ids=[str(i) for i in req.get("exclude_ids") or []],
-                               max_memories=number("max_memories"), max_tokens=number("max_tokens"),
-                               record_retrieval=True)
+    return {"user_id": str(req["user_id"]), "prompt": str(req.get("prompt") or ""),
+            "recent": [str(t) for t in req.get("recent") or []], "project": req.get("project") or None,
+            "exclude_ids": [str(i) for i in req.get("exclude_ids") or []],
+            "max_memories": number("max_memories"), "max_tokens": number("max_tokens")}
+
+
+async def recall_request(provider: RecallSource, settings: Settings, req: dict[str, Any]) -> dict[str, Any]:
+    """A ``recall`` request (:func:`recall_args`) answered with :func:`auto_recall`
+    (:meth:`RecallResult.to_reply`): what ``dexai memory recall`` runs when no daemon does."""
+    args = recall_args(req)
+    result = await auto_recall(provider, args.pop("user_id"), args.pop("prompt"), args.pop("recent"), settings,
+                               record_retrieval=True, **args)
     return result.to_reply()

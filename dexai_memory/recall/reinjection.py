@@ -232,11 +232,10 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
 
 async def gather_inputs(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None,
                         recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
-                        now: datetime | None = None, session: Sequence[Memory] | None = None) -> ReinjectionInputs:
+                        now: datetime | None = None) -> ReinjectionInputs:
     """The candidates of every priority class from ``provider``; ``query`` (see
     :func:`recall_query`) selects the relevant ones, ``recent`` is what the model
-    still sees (relevant memories it holds are left out). ``session``, when given,
-    is the session state instead of the stored snapshot."""
+    still sees (relevant memories it holds are left out)."""
 
     async def listed(limit: int, **kw: Any) -> list[Memory]:
         return await provider.list(user_id=user_id, filters=SearchFilters(project=project, **kw), limit=limit)
@@ -249,10 +248,9 @@ async def gather_inputs(provider: RecallSource, user_id: str, settings: Settings
     backfill = [m for m in durable if m.importance < HIGH_IMPORTANCE]
     commitments = commitments_due_soon(await listed(MAX_COMMITMENTS, types=(MemoryType.COMMITMENT,)),
                                        days=settings.l1_block.commitments_due_days, now=now)
-    if session is None:
-        session = await listed(1, types=(MemoryType.SNAPSHOT,), session_id=session_id) if session_id else []
-        if not session:
-            session = await listed(1, types=(MemoryType.SNAPSHOT,))
+    session = await listed(1, types=(MemoryType.SNAPSHOT,), session_id=session_id) if session_id else []
+    if not session:
+        session = await listed(1, types=(MemoryType.SNAPSHOT,))
     relevant: list[Memory] = []
     scores: dict[str, float] = {}
     if query:
@@ -265,12 +263,11 @@ async def gather_inputs(provider: RecallSource, user_id: str, settings: Settings
 
 async def reinjection_block(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None,
                             recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
-                            max_tokens: int | None = None, now: datetime | None = None,
-                            session: Sequence[Memory] | None = None) -> L1Block:
+                            max_tokens: int | None = None, now: datetime | None = None) -> L1Block:
     """The post-compaction block for ``user_id`` (see the module docstring); ``max_tokens``
-    defaults to ``auto_recall.max_tokens``; ``session``: see :func:`gather_inputs`."""
+    defaults to ``auto_recall.max_tokens``."""
     inputs = await gather_inputs(provider, user_id, settings, query=query, recent=recent, project=project,
-                                 session_id=session_id, now=now, session=session)
+                                 session_id=session_id, now=now)
     head = await gather_persistent(provider, user_id, settings.persistent_context, project=project,
                                    max_chars=MAX_INJECTION_CHARS // 2)
     def keep(ms: Sequence[Memory]) -> list[Memory]:
@@ -286,19 +283,18 @@ async def reinjection_block(provider: RecallSource, user_id: str, settings: Sett
 async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None = None,
                    recent: Sequence[str] = (), project: str | None = None, session_id: str | None = None,
                    max_tokens: int | None = None, now: datetime | None = None,
-                   after_compaction: bool = False, session: Sequence[Memory] | None = None) -> L1Block:
+                   after_compaction: bool = False) -> L1Block:
     """The full L1 block (profile, relevant, commitments, session state). ``query`` (the
     last user prompt, if any) selects the relevant memories.
 
     ``after_compaction`` gives the re-injection block instead: filled up to
     ``auto_recall.max_tokens`` with pinned, high-importance, commitment and
     relevant memories (:func:`reinjection_block`; there ``query`` should hold the
-    last few prompts and the snapshot). ``session``, when given, is the session
-    state instead of the stored snapshot (see :func:`gather_inputs`).
+    last few prompts and the snapshot).
     """
     if after_compaction:
         return await reinjection_block(provider, user_id, settings, query=query, recent=recent, project=project,
-                                       session_id=session_id, max_tokens=max_tokens, now=now, session=session)
+                                       session_id=session_id, max_tokens=max_tokens, now=now)
     cfg = settings.l1_block
     relevant: list[Memory] = []
     scores: dict[str, float] = {}
@@ -314,7 +310,7 @@ async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, 
                 break
     inputs = await gather_block_inputs(provider, user_id=user_id, project=project, relevant=relevant,
                                        scores=scores, commitments_due_days=cfg.commitments_due_days,
-                                       session_id=session_id, now=now, session=session)
+                                       session_id=session_id, now=now)
     head = await gather_persistent(provider, user_id, settings.persistent_context, project=project,
                                    max_chars=MAX_INJECTION_CHARS // 2)
     inputs = dataclasses.replace(inputs, profile=without_replaced_goals(inputs.profile, head),
