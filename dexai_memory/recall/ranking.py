@@ -93,8 +93,15 @@ W_RELEVANCE, W_RANK, W_IMPORTANCE, W_RECENCY = 0.70, 0.15, 0.10, 0.05
 #: recall asks about the past as often as about the present (LoCoMo dev 0-3: 73.2 -> 75.9 %).
 BUDGET_WEIGHTS = (0.30, 0.70, 0.0, 0.0)
 #: Types searched by budget mode: notes plus the raw turns archived in L3 (the fallback for what
-#: extraction missed or paraphrased); snapshots have their own reader.
-BUDGET_TYPES = tuple(t for t in MemoryType if t is not MemoryType.SNAPSHOT)
+#: extraction missed or paraphrased); snapshots have their own reader, and episodes are shown by
+#: the file-aware prefetch and asked for by type, never in the recall block.
+BUDGET_TYPES = tuple(t for t in MemoryType if t not in (MemoryType.SNAPSHOT, MemoryType.EPISODE))
+
+
+def is_evidence(memory: Memory) -> bool:
+    """A memory recall may show: a note, or a TRANSCRIPT that archives a raw turn (it names the
+    turn it keeps); not the record of a transcript backup (a file path, no turn)."""
+    return memory.type is not MemoryType.TRANSCRIPT or bool(memory.source_ids)
 RECENCY_HALF_DAYS = 30.0
 
 #: The words ranking ignores: the one stop list and the words of a request ("please tell me what I
@@ -416,6 +423,7 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     size = max(pool if pool is not None else BUDGET_POOL, (max_memories or 0) * 2)
     results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project, types=BUDGET_TYPES),
                                     limit=size)
+    results = [r for r in results if is_evidence(r.memory)]
     ranked = rank(results, query, now=now, weights=BUDGET_WEIGHTS)
     exclude = set(exclude_ids)
     visible = VisibleContext(recent, exclude_ids=exclude) if recent or exclude else None

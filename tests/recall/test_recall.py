@@ -171,3 +171,20 @@ async def test_l1_block_has_profile_commitments_and_session(store: NativeProvide
     assert "in 2 days" in block.text
     assert block.section("session")[0].content == "Current task: refactor parser"
     assert block.tokens <= 1000 + 30 + settings.persistent_context.max_tokens
+
+
+async def test_recall_shows_raw_turns_but_not_backup_records_or_episodes(tmp_path: Path, embedder: Embedder,
+                                                                         settings: Settings) -> None:
+    from dexai_memory.models import Tier
+
+    async with NativeProvider(tmp_path / "kinds.db", embedder=embedder) as p:
+        turn = await p.add(Memory(content="User: the release checklist lives in docs/release.md", user_id="u",
+                                  type=MemoryType.TRANSCRIPT, tier=Tier.L3, source_ids=("s1:user:1",)))
+        backup = await p.add(Memory(content="Transcript of session s1 before manual compaction: "
+                                            "/tmp/transcripts/release-checklist.jsonl", user_id="u",
+                                    type=MemoryType.TRANSCRIPT, tier=Tier.L3, metadata={"path": "/tmp/x"}))
+        episode = await p.add(Memory(content="Session: wrote the release checklist", user_id="u",
+                                     type=MemoryType.EPISODE))
+        r = await auto_recall(p, "u", "where is the release checklist?", [], settings)
+        assert turn.id in r.memory_ids
+        assert backup.id not in r.memory_ids and episode.id not in r.memory_ids
