@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,12 @@ def test_one_pair_reaches_the_fake_api(tmp_path: Path, capsys: pytest.CaptureFix
     # the daemon the run started is stopped and its temporary directory removed
     workdir = params["workdir"]
     assert not Path(workdir).exists()
-    assert not [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).find(workdir) >= 0]
+    # a stopped daemon releases its lock before its process has exited: give it a moment to go
+    deadline = time.monotonic() + 10
+    while (left := [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).find(workdir) >= 0]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left
 
 
 def _cmdline(proc: Path) -> str:
