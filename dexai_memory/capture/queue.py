@@ -102,6 +102,11 @@ __all__ = ["QUEUE_FILENAME", "DeadLetter", "ExtractionQueue", "Job", "JobHandler
 
 logger = logging.getLogger(__name__)
 
+def _insert(c: sqlite3.Connection, row: tuple[Any, ...]) -> tuple[int, int | None]:
+    cur = c.execute(INSERT_JOB, row)
+    return cur.rowcount, cur.lastrowid
+
+
 #: What the worker calls with a batch of jobs; raising marks the batch failed.
 JobHandler = Callable[[Sequence["Job"]], Awaitable[None]]
 
@@ -151,6 +156,7 @@ class ExtractionQueue:
         self._conn: sqlite3.Connection | None = None  # enqueue (caller's thread)
         self._wconn: sqlite3.Connection | None = None  # worker (worker threads)
         self._wlock = threading.Lock()
+        self._clock = threading.Lock()  # the caller's connection: enqueue and inspection, any thread
         self._buffer: collections.deque[Job] = collections.deque()
         self._known: set[int] = set()
         self._first_buffered_at: float | None = None
@@ -181,7 +187,8 @@ class ExtractionQueue:
 
     def close(self) -> None:
         """Close the file. Everything accepted is already on disk."""
-        with self._wlock:  # waits for a worker thread still running a statement (after a cancel)
+        # Waits for any thread still running a statement (a worker after a cancel, a health check).
+        with self._clock, self._wlock:
             for conn in (self._conn, self._wconn):
                 if conn is not None:
                     conn.close()
@@ -199,11 +206,15 @@ class ExtractionQueue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise QueueError("the extraction queue is not open")
-        return self._conn
+    # A sqlite3 connection must never run statements on two threads at once nor be closed under
+    # one (that crashes the process, not just the call): each connection has its own lock, and
+    # every statement runs under it, on whichever thread asks.
+    def _sql(self, fn: Callable[[sqlite3.Connection], Any], what: str) -> Any:
+        with self._clock:
+            conn = self._conn
+            if conn is None:
+                raise QueueError("the extraction queue is not open")
+            return retry_locked(lambda: fn(conn), what)
 
     def _worker_sql(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         with self._wlock:
@@ -231,14 +242,14 @@ class ExtractionQueue:
         user_id, turn_id, payload = job_payload(turn, context)
         now = time.time()
         try:
-            cur = retry_locked(lambda: self.conn.execute(INSERT_JOB, (user_id, turn_id, payload, now, now)),
-                               f"enqueue {turn_id}")
+            rowcount, lastrowid = self._sql(lambda c: _insert(c, (user_id, turn_id, payload, now, now)),
+                                            f"enqueue {turn_id}")
         except sqlite3.Error as exc:
             raise QueueError(f"cannot enqueue turn {turn_id}: {exc}") from exc
-        if cur.rowcount == 0:
+        if rowcount == 0:
             logger.debug("turn %s of %s already queued: ignored", turn_id, user_id)
             return False
-        job_id = int(cur.lastrowid or 0)
+        job_id = int(lastrowid or 0)
         if len(self._buffer) < self.max_queue_size:
             self._buffer.append(Job(job_id, turn, tuple(context)))
             self._known.add(job_id)
@@ -471,11 +482,11 @@ class ExtractionQueue:
     # ------------------------------------------------------------------ inspection
     def pending_count(self, *, due_only: bool = False) -> int:
         """Jobs waiting on disk (optionally only those not in a retry backoff)."""
-        return table.pending_count(self.conn, due_only=due_only)
+        return int(self._sql(lambda c: table.pending_count(c, due_only=due_only), "count jobs"))
 
     def stats(self) -> QueueStats:
         """Counts from the file plus this instance's counters."""
-        counts, oldest = table.status_counts(self.conn)
+        counts, oldest = self._sql(table.status_counts, "count jobs")
         s = self._stats
         s.pending, s.dead, s.done = counts.get("pending", 0), counts.get("dead", 0), counts.get("done", 0)
         s.in_memory = len(self._buffer)
@@ -484,11 +495,11 @@ class ExtractionQueue:
 
     def dead_letters(self, *, user_id: str | None = None, limit: int = 1000) -> list[DeadLetter]:
         """Jobs that failed for good, oldest first (optionally one user's)."""
-        return table.dead_letters(self.conn, user_id=user_id, limit=limit)
+        return list(self._sql(lambda c: table.dead_letters(c, user_id=user_id, limit=limit), "read dead letters"))
 
     def retry_dead_letters(self, ids: Iterable[int] | None = None, *, user_id: str | None = None) -> int:
         """Put dead letters back in the queue with a fresh retry budget. Returns how many."""
-        count = table.retry_dead_letters(self.conn, ids, user_id=user_id)
+        count = int(self._sql(lambda c: table.retry_dead_letters(c, ids, user_id=user_id), "retry dead letters"))
         if count:
             logger.info("%d dead letter(s) put back in the extraction queue", count)
             self.notify()
@@ -496,4 +507,4 @@ class ExtractionQueue:
 
     def purge_done(self, older_than_seconds: float = 30 * 86400) -> int:
         """Delete ``done`` rows older than this (their turns could then be queued again)."""
-        return table.purge_done(self.conn, older_than_seconds)
+        return int(self._sql(lambda c: table.purge_done(c, older_than_seconds), "purge done jobs"))

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -127,7 +128,8 @@ async def test_backoff_keeps_job_on_disk(tmp_path: Path) -> None:
     assert await q.drain(handler) == 0
     assert handler.seen == ["T1"]  # not retried before its backoff is over
     assert q.pending_count() == 1 and q.pending_count(due_only=True) == 0
-    row = q.conn.execute("SELECT attempts, not_before, last_error FROM jobs").fetchone()
+    with sqlite3.connect(q.path) as c:
+        row = c.execute("SELECT attempts, not_before, last_error FROM jobs").fetchone()
     assert row[0] == 1 and row[1] > time.time() + 20 and "cannot extract" in row[2]
     q.close()
 
@@ -325,3 +327,43 @@ async def test_journaled_notes_come_back_with_the_job(tmp_path: Path) -> None:
     await q.drain(fail_after_journal)
     assert [j.notes for j in seen] == [None, (note,)]  # the retry sees what the first attempt extracted
     q.close()
+
+
+def test_threads_share_the_queue_and_close_under_them_safely(tmp_path: Path) -> None:
+    """Enqueue and inspection run on any thread (the daemon's health check reads in a thread
+    while the loop enqueues and stop() closes): a sqlite3 connection used by two threads at once,
+    or closed under one, crashes the whole process, so this runs in a child process."""
+    script = f"""
+import sys, threading
+sys.path[:0] = {sys.path!r}
+from dexai_memory.capture.queue import ExtractionQueue, QueueError
+from dexai_memory.models import Turn
+q = ExtractionQueue({str(tmp_path / "queue.db")!r}).open()
+errors = []
+def reader():
+    try:
+        while True:
+            q.stats(); q.pending_count(); q.dead_letters()
+    except QueueError:
+        pass  # closed: a clear error, not a crash
+    except Exception as exc:
+        errors.append(exc)
+def writer(k):
+    try:
+        for i in range(300):
+            q.enqueue(Turn(id=f"T{{k}}-{{i}}", user_id="u", content="I use tabs for Go code, spaces elsewhere"))
+    except QueueError:
+        pass
+    except Exception as exc:
+        errors.append(exc)
+threads = [threading.Thread(target=reader) for _ in range(3)] + [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+for t in threads: t.start()
+import time; time.sleep(0.3)
+q.close()
+for t in threads: t.join()
+assert not errors, errors
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"
