@@ -86,6 +86,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Session state key: the session's block (SessionStart's, or the first prompt's) was injected.
+STARTED = "started"
 #: Our own memory tools (plugin MCP server, Agent SDK server): their results are memory already.
 OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
 
@@ -263,8 +265,10 @@ class EventExecutor:
         if source == "resume":
             seen = (await asyncio.to_thread(load_session, settings, sid)).get("injected") or []
             if set(ids) <= set(seen):
+                await asyncio.to_thread(remember_injected, settings, sid, [], extra={STARTED: True})
                 return {}  # everything in it is still in the resumed conversation
-        await asyncio.to_thread(remember_injected, settings, sid, ids, reset=source != "resume")
+        await asyncio.to_thread(lambda: remember_injected(settings, sid, ids, reset=source != "resume",
+                                                          extra={STARTED: True}))
         return context_output("SessionStart", block.text)
 
     async def on_user_prompt(self, event: HookEvent) -> dict[str, Any]:
@@ -286,24 +290,31 @@ class EventExecutor:
         state, marker, hint, recent = await asyncio.to_thread(record)
         if event.replayed:
             return {}
+        start = ""
         if marker is not None:
             block = await self.actions.l1(user_id=event.user_id, query=reinjection_query(marker, {}, prompt),
                                           recent=recent, project=event.project, session_id=sid,
                                           snapshot=marker.get("snapshot"), after_compaction=True)
             text, ids, reset = block.text, [m.id for m in block.memories], True
         else:
+            started: list[str] = []
+            if not state.get(STARTED):
+                # no SessionStart answer reached this session (a cold start queued it for replay, it
+                # timed out, or the agent has no SessionStart hook): its block comes with this prompt
+                block = await self.actions.l1(user_id=event.user_id, project=event.project, session_id=sid)
+                start, started = block.text, [m.id for m in block.memories]
             result = await self.recall(user_id=event.user_id, prompt=prompt, recent=recent, project=event.project,
-                                       exclude_ids=[str(i) for i in state.get("injected") or []])
-            text, ids, reset = result.text, list(result.memory_ids), False
+                                       exclude_ids=[*(str(i) for i in state.get("injected") or []), *started])
+            text, ids, reset = result.text, [*started, *result.memory_ids], False
 
         def after() -> None:
-            remember_injected(settings, sid, ids, reset=reset)
+            remember_injected(settings, sid, ids, reset=reset, extra={STARTED: True})
             if marker is not None:
                 clear_marker(settings, sid)
 
-        if ids or marker is not None:
+        if ids or marker is not None or not state.get(STARTED):
             await asyncio.to_thread(after)
-        return context_output("UserPromptSubmit", "\n\n".join(t for t in (text, hint) if t))
+        return context_output("UserPromptSubmit", "\n\n".join(t for t in (start, text, hint) if t))
 
     async def on_pre_compact(self, event: HookEvent) -> str:
         """Checkpoint before compaction; returns the compaction instructions (plain text)."""

@@ -15,7 +15,8 @@ import pytest
 
 from dexai_memory.config import load_settings
 from dexai_memory.daemon.core import MemoryDaemon
-from dexai_memory.daemon.session_state import read_marker, write_marker
+from dexai_memory.daemon.executor import STARTED
+from dexai_memory.daemon.session_state import read_marker, remember_injected, write_marker
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
@@ -55,6 +56,8 @@ async def daemon(provider: NativeProvider, isolated_home: Path) -> AsyncIterator
 
 async def test_user_prompt_submit_recalls_once_per_session(daemon: MemoryDaemon, tmp_path: Path) -> None:
     home = daemon.settings.home
+    # a session whose start block was injected (with nothing in it): what follows is recall alone
+    remember_injected(daemon.settings, "s1", [], extra={STARTED: True})
     payload = {"session_id": "s1", "prompt": "what is my deploy password hint?", "cwd": str(tmp_path)}
     text = answer_of(await launch("user-prompt-submit", payload, home), "UserPromptSubmit")
     assert "PINEAPPLE-42" in text and "MANGO" not in text
@@ -71,6 +74,7 @@ async def test_user_prompt_submit_recalls_once_per_session(daemon: MemoryDaemon,
 
 
 async def test_irrelevant_prompt_injects_nothing(daemon: MemoryDaemon, tmp_path: Path) -> None:
+    remember_injected(daemon.settings, "s1", [], extra={STARTED: True})  # its start block is in
     payload = {"session_id": "s1", "prompt": "rename variable x to y in utils", "cwd": str(tmp_path)}
     assert answer_of(await launch("user-prompt-submit", payload, daemon.settings.home), "UserPromptSubmit") == ""
 
@@ -80,6 +84,27 @@ async def test_session_start_injects_profile(daemon: MemoryDaemon, tmp_path: Pat
                         daemon.settings.home)
     text = answer_of(proc, "SessionStart")
     assert "Persistent context:" in text and "Alice prefers tabs over spaces" in text
+
+
+async def test_the_first_prompt_brings_the_block_no_session_start_delivered(daemon: MemoryDaemon,
+                                                                              tmp_path: Path) -> None:
+    """A session whose SessionStart answer never reached the model (queued at a cold start and
+    replayed, timed out, or no SessionStart hook): its block comes with the first prompt, once,
+    ahead of recall; after a SessionStart that answered, the first prompt does not repeat it."""
+    home = daemon.settings.home
+    start = {"session_id": "s-async", "source": "startup", "cwd": str(tmp_path)}
+    prompt = {"session_id": "s-async", "prompt": "what is my deploy password hint?", "cwd": str(tmp_path)}
+    first = answer_of(await launch("user-prompt-submit", prompt, home), "UserPromptSubmit")
+    assert "Persistent context:" in first and "Alice prefers tabs over spaces" in first
+    assert first.index("Alice prefers tabs") < first.index("PINEAPPLE-42")  # the block, then recall
+    assert first.count("Alice prefers tabs over spaces") == 1  # recall does not repeat the block
+    again = {**prompt, "prompt": "and which indentation do I prefer?"}
+    assert "Persistent context:" not in answer_of(await launch("user-prompt-submit", again, home), "UserPromptSubmit")
+
+    synced = {**start, "session_id": "s-sync"}
+    assert "Alice prefers tabs" in answer_of(await launch("session-start", synced, home), "SessionStart")
+    after = answer_of(await launch("user-prompt-submit", {**prompt, "session_id": "s-sync"}, home), "UserPromptSubmit")
+    assert "Persistent context:" not in after and "Alice prefers tabs" not in after
 
 
 async def test_pre_compact_then_session_start_compact(daemon: MemoryDaemon, tmp_path: Path) -> None:
