@@ -102,6 +102,7 @@ __all__ = ["QUEUE_FILENAME", "DeadLetter", "ExtractionQueue", "Job", "JobHandler
 
 logger = logging.getLogger(__name__)
 
+
 def _insert(c: sqlite3.Connection, row: tuple[Any, ...]) -> tuple[int, int | None]:
     cur = c.execute(INSERT_JOB, row)
     return cur.rowcount, cur.lastrowid
