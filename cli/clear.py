@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, fail, run
+from dexai_memory.cli.common import Context, common_options, fail, run, store_request
 from dexai_memory.datadir import ensure_home
 
 
@@ -26,7 +26,7 @@ def clear(yes: bool, ctx: Context) -> None:
 
 def run_clear(ctx: Context, yes: bool) -> None:
     """``clear`` (and ``facts clear``): count, confirm, clear, say how to undo."""
-    from dexai_memory.lifecycle.clear import clear_all, count_to_clear
+    from dexai_memory.lifecycle.clear import count_to_clear
     from dexai_memory.providers import make_provider
 
     async def count() -> int:
@@ -45,11 +45,7 @@ def run_clear(ctx: Context, yes: bool) -> None:
             fail(f"{question.removesuffix(' Continue?')} Pass --yes to confirm.")
         click.confirm(question, abort=True)
 
-    async def go() -> int:
-        async with make_provider(ctx.settings) as p:
-            return len((await clear_all(p, ctx.settings.home, ctx.user, ctx.project)).ids)
-
-    done = run(go())
+    done = len(store_request(ctx, "clear", project=ctx.project)["ids"])
     minutes = ctx.settings.lifecycle.undo_minutes
     ctx.emit({"cleared": done, "user": ctx.user, "project": ctx.project, "undo_minutes": minutes},
              f"Cleared {done} {'memory' if done == 1 else 'memories'} of {ctx.user}{scope}. "
@@ -60,13 +56,5 @@ def run_clear(ctx: Context, yes: bool) -> None:
 @common_options
 def undo(ctx: Context) -> None:
     """Bring back what the latest `dexai memory clear` of --user removed (within lifecycle.undo_minutes)."""
-    from dexai_memory.lifecycle.clear import undo_clear
-    from dexai_memory.providers import make_provider
-
-    async def go() -> int:
-        ensure_home(ctx.settings.home)
-        async with make_provider(ctx.settings) as p:
-            return len((await undo_clear(p, ctx.settings.home, ctx.user, ctx.settings.lifecycle)).ids)
-
-    n = run(go())
+    n = len(store_request(ctx, "undo")["ids"])
     ctx.emit({"restored": n, "user": ctx.user}, f"Restored {n} {'memory' if n == 1 else 'memories'} of {ctx.user}.")

@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, run
-from dexai_memory.datadir import ensure_home
+from dexai_memory.cli.common import Context, common_options, store_request
 
 
 def _close(ctx: Context, memory_id: str, status: str, reason: str | None) -> None:
-    from dexai_memory.lifecycle.closing import close
-    from dexai_memory.providers import make_provider
-
-    async def go() -> dict[str, object]:
-        ensure_home(ctx.settings.home)
-        async with make_provider(ctx.settings) as p:
-            return (await close(p, memory_id, user_id=ctx.user, status=status,
-                                reason=reason or f"marked {status} by hand")).to_dict()
-
-    m = run(go())
+    m = store_request(ctx, "close", memory_id=memory_id, status=status, reason=reason)["memory"]
     ctx.emit(m, f"Marked {m['id']} {status}: {m['content']}")
 
 

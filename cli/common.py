@@ -147,6 +147,15 @@ def daemon_or_local(ctx: Context, request: dict[str, Any],
     return run(go())
 
 
+def store_request(ctx: Context, name: str, **arguments: Any) -> dict[str, Any]:
+    """A change to the store by hand, ``name`` of :mod:`dexai_memory.lifecycle.requests`: the
+    running daemon makes it (the one writer of the store, under its write lock); with none running,
+    this process makes it the same way. Our errors exit cleanly."""
+    from dexai_memory.lifecycle.requests import run_request
+
+    return daemon_or_local(ctx, {"op": "store.run", "name": name, "user_id": ctx.user, **arguments}, run_request)
+
+
 @contextmanager
 def progress(total: int | None, desc: str, *, enabled: bool = True) -> Iterator[Callable[[int], None]]:
     """A tqdm progress bar on stderr (hidden with --json or when not a terminal); yields ``update(n)``."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, run
+from dexai_memory.cli.common import Context, common_options, run, store_request
 from dexai_memory.datadir import ensure_home
 from dexai_memory.models import RESOLUTIONS
 
@@ -65,13 +65,6 @@ def conflicts(all_: bool, limit: int, ctx: Context) -> None:
 def resolve(contradiction_id: int, resolution: str, note: str | None, ctx: Context) -> None:
     """Resolve a contradiction: a_wins (the older memory is current again), b_wins (the newer
     replaces it), both_valid (both current), merged (a new memory with --note replaces both)."""
-    from dexai_memory.lifecycle.contradictions import resolve as resolve_conflict
-    from dexai_memory.providers import make_provider
-
-    async def go() -> dict[str, Any]:
-        ensure_home(ctx.settings.home)
-        async with make_provider(ctx.settings) as p:
-            return (await resolve_conflict(p, contradiction_id, resolution, user_id=ctx.user, note=note)).to_dict()
-
-    row = run(go())
+    row = store_request(ctx, "resolve", contradiction_id=contradiction_id, resolution=resolution,
+                        note=note)["conflict"]
     ctx.emit(row, "\n".join([f"Resolved #{contradiction_id}: {resolution}", *_render(row)[1:]]))

@@ -10,7 +10,14 @@ from typing import Any, TypeVar
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, daemon_or_local, fail, run
+from dexai_memory.cli.common import (
+    Context,
+    common_options,
+    daemon_or_local,
+    fail,
+    run,
+    store_request,
+)
 from dexai_memory.datadir import ensure_home
 from dexai_memory.models import Memory
 
@@ -110,10 +117,8 @@ def add(text: str, category: str, pin: bool, ctx: Context) -> None:
 @common_options
 def pin_(memory_id: str, ctx: Context) -> None:
     """Pin a fact: always in context, never evicted (at most lifecycle.max_pins, 10)."""
-    from dexai_memory.lifecycle.pins import pin as pin_memory
-
-    m = _with(ctx, lambda p: pin_memory(p, memory_id, user_id=ctx.user, max_pins=ctx.settings.lifecycle.max_pins))
-    ctx.emit(m.to_dict(), f"Pinned {m.id}: {m.content}")
+    m = store_request(ctx, "pin", memory_id=memory_id)["memory"]
+    ctx.emit(m, f"Pinned {m['id']}: {m['content']}")
 
 
 @facts.command()
@@ -121,7 +126,7 @@ def pin_(memory_id: str, ctx: Context) -> None:
 @common_options
 def remove(memory_id: str, ctx: Context) -> None:
     """Forget a fact (soft: `dexai memory restore ID` brings it back)."""
-    if not _with(ctx, lambda p: p.delete(memory_id, user_id=ctx.user)):
+    if not store_request(ctx, "forget", memory_id=memory_id)["forgotten"]:
         fail(f"no memory {memory_id!r} to remove for user {ctx.user!r}")
     ctx.emit({"id": memory_id, "removed": True}, f"Removed {memory_id} (restore with `dexai memory restore`)")
 
@@ -149,8 +154,8 @@ def prune(yes: bool, ctx: Context) -> None:
             return
         click.echo("\n".join(lines))
         click.confirm("Archive them?", abort=True)
-    done = _with(ctx, lambda p: run_lifecycle(p, ctx.user, cfg))
-    n = len(done.expired) + len(done.evicted)
+    done = store_request(ctx, "prune")["report"]
+    n = len(done["expired"]) + len(done["evicted"])
     ctx.emit({"archived": n, "stale": [e.to_dict() for e in stale]},
              "\n".join([*lines, f"Archived {n} (kept in L3; `dexai memory list --all` shows them)."]))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, progress, run
+from dexai_memory.cli.common import Context, common_options, progress, run, store_request
 from dexai_memory.datadir import ensure_home
 
 
@@ -144,15 +144,7 @@ def prune(dry_run: bool, ctx: Context) -> None:
     confidence) until under lifecycle.max_facts (150). Pinned ones are kept; nothing is deleted
     (archived to L3). The daemon runs the same in its daily cleanup.
     """
-    from dexai_memory.lifecycle.eviction import run_lifecycle
-    from dexai_memory.providers import make_provider
-
-    async def go() -> dict[str, Any]:
-        ensure_home(ctx.settings.home)
-        async with make_provider(ctx.settings) as p:
-            return (await run_lifecycle(p, ctx.user, ctx.settings.lifecycle, dry_run=dry_run)).to_dict()
-
-    report = run(go())
+    report = store_request(ctx, "prune", dry_run=dry_run)["report"]
     verb = "would archive" if dry_run else "archived"
     lines = [f"User {ctx.user}: {report['facts_before']} durable facts, {len(report['expired'])} expired and "
              f"{len(report['evicted'])} evicted ({verb}), {report['facts_after']} left"]

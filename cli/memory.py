@@ -19,6 +19,7 @@ from dexai_memory.cli.common import (
     parse_as_of,
     progress,
     run,
+    store_request,
 )
 from dexai_memory.cli.lazy import LazyGroup
 from dexai_memory.datadir import ensure_home
@@ -190,15 +191,11 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
     if not changes and not meta:
         fail("nothing to change: give --content, --type, --importance, --confidence, --tier or --set")
 
-    async def go(p: MemoryProvider) -> Memory:
-        from dexai_memory.lifecycle.editing import edit as edit_memory
-        from dexai_memory.lifecycle.editing import parse_settings
+    from dexai_memory.lifecycle.editing import parse_settings
 
-        return await edit_memory(p, memory_id, user_id=ctx.user, changes=changes,
-                                 metadata=parse_settings(meta) if meta else None)
-
-    m = with_provider(ctx, go)
-    ctx.emit(m.to_dict(), f"Updated {m.id}: {m.content}")
+    m = store_request(ctx, "edit", memory_id=memory_id, changes=changes,
+                      metadata=parse_settings(meta) if meta else None)["memory"]
+    ctx.emit(m, f"Updated {m['id']}: {m['content']}")
 
 
 @memory.command()
@@ -206,11 +203,8 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
 @common_options
 def pin(memory_id: str, ctx: Context) -> None:
     """Pin a memory: always in the injected profile, never archived (at most lifecycle.max_pins, 10)."""
-    from dexai_memory.lifecycle.pins import pin as pin_memory
-
-    m = with_provider(ctx, lambda p: pin_memory(p, memory_id, user_id=ctx.user,
-                                                  max_pins=ctx.settings.lifecycle.max_pins))
-    ctx.emit(m.to_dict(), f"Pinned {m.id}: {m.content}")
+    m = store_request(ctx, "pin", memory_id=memory_id)["memory"]
+    ctx.emit(m, f"Pinned {m['id']}: {m['content']}")
 
 
 @memory.command()
@@ -218,8 +212,8 @@ def pin(memory_id: str, ctx: Context) -> None:
 @common_options
 def unpin(memory_id: str, ctx: Context) -> None:
     """Unpin a memory."""
-    m = with_provider(ctx, lambda p: p.pin(memory_id, user_id=ctx.user, pinned=False))
-    ctx.emit(m.to_dict(), f"Unpinned {m.id}: {m.content}")
+    m = store_request(ctx, "unpin", memory_id=memory_id)["memory"]
+    ctx.emit(m, f"Unpinned {m['id']}: {m['content']}")
 
 
 @memory.command()
@@ -232,7 +226,7 @@ def forget(memory_id: str, hard: bool, yes: bool, ctx: Context) -> None:
     `dexai memory restore`), or erased with --hard."""
     if hard and not yes and not ctx.json and sys.stdin.isatty():
         click.confirm(f"Erase {memory_id} for good?", abort=True)
-    done = with_provider(ctx, lambda p: p.delete(memory_id, user_id=ctx.user, hard=hard))
+    done = store_request(ctx, "forget", memory_id=memory_id, hard=hard)["forgotten"]
     if not done:
         fail(f"no memory {memory_id!r} to forget for user {ctx.user!r}")
     ctx.emit({"id": memory_id, "forgotten": True, "hard": hard},
@@ -244,13 +238,8 @@ def forget(memory_id: str, hard: bool, yes: bool, ctx: Context) -> None:
 @common_options
 def restore(memory_id: str, ctx: Context) -> None:
     """Bring back a softly forgotten memory."""
-
-    async def go(p: MemoryProvider) -> Memory:
-        m = await p.get(memory_id, user_id=ctx.user, include_deleted=True)
-        return await p.restore(memory_id, user_id=ctx.user) if m.deleted else m
-
-    m = with_provider(ctx, go)
-    ctx.emit(m.to_dict(), f"Restored {m.id}: {m.content}")
+    m = store_request(ctx, "restore", memory_id=memory_id)["memory"]
+    ctx.emit(m, f"Restored {m['id']}: {m['content']}")
 
 
 @memory.command()
@@ -263,10 +252,8 @@ def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
 
     Example: dexai memory supersede m_123 "Sam now lives in Lisbon" --reason moved
     """
-    from dexai_memory.supersession.chain import supersede as replace
-
-    new = with_provider(ctx, lambda p: replace(p, memory_id, content, user_id=ctx.user, reason=reason))
-    ctx.emit(new.to_dict(), f"{memory_id} superseded by {new.id}: {new.content}")
+    new = store_request(ctx, "supersede", memory_id=memory_id, content=content, reason=reason)["memory"]
+    ctx.emit(new, f"{memory_id} superseded by {new['id']}: {new['content']}")
 
 
 # --------------------------------------------------------------------------- search / list / history

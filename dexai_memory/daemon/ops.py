@@ -12,6 +12,9 @@ Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` f
                     what the UserPromptSubmit hook injects (``dexai memory recall``)
 ``tool.call``       ``name, arguments, user_id, project?, session_id?`` -> ``content, isError``: the
                     agent's memory tools (the MCP server is a client of this)
+``store.run``       ``name, user_id, ...`` -> a change to the store by hand (``edit``, ``pin``,
+                    ``forget``, ``supersede``, ``clear``, ...: :mod:`dexai_memory.lifecycle.requests`),
+                    run under the write lock; the CLI's writing commands ask this
 ``enqueue``         ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``
 ``queue.notify``    -> ``{}`` (something wrote to queue.db directly: look now)
 ``flush``           ``timeout``? -> ``flushed``, ``pending``
@@ -30,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..lifecycle.requests import run_request
 from ..models import Turn
 from ..recall.ranking import recall_args
 from .event import BadEvent, HookEvent, empty_answer
@@ -81,8 +85,12 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
         daemon.queue.notify()
         return {}
 
+    async def store_run(req: dict[str, Any]) -> dict[str, Any]:
+        async with daemon.write_lock:
+            return await run_request(daemon.provider, daemon.settings, req)
+
     return {"ping": ping, "hook.event": hook_event, "recall": recall, "enqueue": enqueue, "flush": flush,
-            "health": health, "queue.notify": notify}
+            "health": health, "queue.notify": notify, "store.run": store_run}
 
 
 #: Seconds between looks at the installed package's version (a plugin update reinstalls it).

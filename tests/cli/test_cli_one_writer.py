@@ -1,0 +1,101 @@
+"""The CLI's changes by hand go through the running daemon, the one writer of ``memory.db``:
+``edit``, ``pin`` / ``unpin``, ``forget`` / ``restore``, ``supersede``, ``done``, ``clear`` /
+``undo``, ``prune`` and ``facts pin`` / ``facts remove`` are ``store.run`` requests
+(:mod:`dexai_memory.lifecycle.requests`) run under the daemon's write lock; with no daemon, the
+same function runs in the command's process, with the same answers and errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from dexai_memory.config import load_settings
+from dexai_memory.daemon import MemoryDaemon
+from dexai_memory.embeddings import Embedder
+from dexai_memory.models import Memory, MemoryType
+from dexai_memory.providers.native import NativeProvider
+from tests.hook_daemon import running_daemon
+
+U = "alice"
+
+
+def dexai_sync(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dexai_memory.cli.main", *args, "--user", U, "--json"],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "DEXAI_MEMORY_HOME": str(home)})
+
+
+async def dexai(home: Path, *args: str) -> Any:
+    done = await asyncio.to_thread(dexai_sync, home, *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+async def test_changes_by_hand_are_made_by_the_daemon(isolated_home: Path, embedder: Embedder) -> None:
+    settings = load_settings()
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider:
+        lives = await provider.add(Memory(content="Sam lives in Porto", user_id=U, type=MemoryType.FACT))
+        call = await provider.add(Memory(content="Call the bank on Friday", user_id=U, type=MemoryType.COMMITMENT))
+        async with running_daemon(settings, provider, serve_socket=True) as daemon:
+            before = daemon.ipc.requests
+            async with daemon.write_lock:  # the daemon is busy writing: the command waits for it
+                pinning = asyncio.create_task(dexai(isolated_home, "memory", "pin", lives.id))
+                await asyncio.sleep(1.5)
+                assert not pinning.done()
+                assert not (await provider.get(lives.id, user_id=U)).pinned
+            assert (await pinning)["pinned"] is True
+            assert (await provider.get(lives.id, user_id=U)).pinned
+
+            edited = await dexai(isolated_home, "memory", "edit", lives.id, "--importance", "9", "--set", "src=cli")
+            assert edited["importance"] == 9 and edited["metadata"]["src"] == "cli"
+            assert (await dexai(isolated_home, "memory", "unpin", lives.id))["pinned"] is False
+            new = await dexai(isolated_home, "memory", "supersede", lives.id, "Sam lives in Lisbon",
+                              "--reason", "moved")
+            assert new["content"] == "Sam lives in Lisbon"
+            assert (await provider.get(lives.id, user_id=U, include_deleted=True)).superseded_by == new["id"]
+            assert (await dexai(isolated_home, "memory", "forget", new["id"]))["forgotten"] is True
+            assert (await dexai(isolated_home, "memory", "restore", new["id"]))["id"] == new["id"]
+            closed = await dexai(isolated_home, "memory", "done", call.id)
+            assert closed["metadata"]["commitment"]["status"] == "done"
+            assert (await dexai(isolated_home, "memory", "facts", "pin", new["id"]))["pinned"] is True
+            assert (await dexai(isolated_home, "memory", "facts", "remove", new["id"]))["removed"] is True
+            assert (await dexai(isolated_home, "memory", "restore", new["id"]))["deleted"] is False
+            report = await dexai(isolated_home, "memory", "prune", "--dry-run")
+            assert "facts_before" in report and report["expired"] == []
+            cleared = await dexai(isolated_home, "memory", "clear", "--yes")
+            assert cleared["cleared"] >= 2 and await provider.count(user_id=U) == 0
+            assert (await dexai(isolated_home, "memory", "undo"))["restored"] == cleared["cleared"]
+
+            # the store's refusals come back as the command's error, as without a daemon
+            missing = await asyncio.to_thread(dexai_sync, isolated_home, "memory", "pin", "m_nope")
+            assert missing.returncode != 0 and "m_nope" in missing.stderr
+            served = daemon.ipc.requests - before
+        assert served >= 14  # each of the 14 commands above was a request to the daemon
+
+    # no daemon: the same function in the command's process, the same error
+    alone = await asyncio.to_thread(dexai_sync, isolated_home, "memory", "pin", "m_nope")
+    assert alone.returncode == missing.returncode and alone.stderr.strip() == missing.stderr.strip()
+    assert (await dexai(isolated_home, "memory", "unpin", call.id))["pinned"] is False
+
+
+async def test_a_bad_store_request_is_a_clear_error(isolated_home: Path, embedder: Embedder) -> None:
+    from dexai_memory.daemon.ipc import ipc_request
+
+    settings = load_settings()
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider, \
+            running_daemon(settings, provider, serve_socket=True) as daemon:
+        assert isinstance(daemon, MemoryDaemon)
+        for request, error in (
+                ({"name": "erase-everything", "user_id": U}, "unknown store operation 'erase-everything'"),
+                ({"name": "pin"}, "pin needs a user_id"),
+                ({"name": "pin", "user_id": U}, "pin needs memory_id"),
+                ({"name": "resolve", "user_id": U, "contradiction_id": "7"}, "contradiction_id (a number)")):
+            reply = await asyncio.to_thread(ipc_request, settings.socket_path, {"op": "store.run", **request}, 10)
+            assert reply is not None and reply["ok"] is False and error in reply["error"], reply
