@@ -250,13 +250,7 @@ def test_facts_said_without_any_compaction_reach_the_next_session(
         run(FACTS_PROMPT).check()
         run.resume(FILLER[0]).check()
         if autostart:  # the daemon the hooks started extracts in the background
-            settings = load_settings(home=mem_home)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                with ExtractionQueue.from_settings(settings) as queue:
-                    if queue.pending_count() == 0:
-                        break
-                time.sleep(0.2)
+            drained(mem_home)
         else:
             replayed_by_a_later_daemon(mem_home)
         api.clear()

@@ -7,17 +7,21 @@ them)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import load_settings
 from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
 from dexai_memory.text.tokens import count_tokens
 
-from .test_installed_e2e import mem_home, memory_text, replayed_by_a_later_daemon, runner  # noqa: F401 - mem_home is a fixture
+from .test_installed_e2e import (  # noqa: F401 - mem_home is a fixture
+    drained,
+    mem_home,
+    memory_text,
+    replayed_by_a_later_daemon,
+    runner,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -37,12 +41,7 @@ def test_instructions_warnings_and_project_facts_open_the_next_session(
         run(SESSION_ONE).check()
         run.resume("ok, thanks").check()
         if autostart:  # the daemon the hooks started extracts in the background
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                with ExtractionQueue.from_settings(settings) as queue:
-                    if queue.pending_count() == 0:
-                        break
-                time.sleep(0.2)
+            drained(mem_home)
         else:
             replayed_by_a_later_daemon(mem_home)
         api.clear()

@@ -10,14 +10,12 @@ session and the prefetch rightly adds nothing."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dexai_memory.capture.queue import ExtractionQueue
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.demo.fakeapi import (
     FakeMessagesAPI,
@@ -98,12 +96,7 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
         run = runner(tmp_path, api, mem_home, autostart=autostart)
         run(DECISION).check()
         if autostart:  # the daemon the hooks started extracts in the background
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                with ExtractionQueue.from_settings(settings) as queue:
-                    if queue.pending_count() == 0:
-                        break
-                time.sleep(0.2)
+            drained(mem_home)
         else:  # the daemon the user starts replays the session and answers the later ones
             replayed_by_a_later_daemon(mem_home)
         # 1. the decision reaches the model when the file is opened
