@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .capture.known import ClaudeMemory
 from .commitments import CommitmentStore
 from .embeddings import CachedEmbedder
 from .errors import InvalidMemory, MemoryNotFound
@@ -212,6 +213,8 @@ class Pipeline:
         #: Where :meth:`handle` journals extracted notes (job id -> notes) before storing them:
         #: the queue's :meth:`~dexai_memory.capture.queue.ExtractionQueue.save_notes`. None: no journal.
         self.journal: Callable[[Mapping[int, Sequence[ExtractedNote]]], Awaitable[None]] | None = None
+        #: Claude Code's own memory files (``CLAUDE.md``, the auto memory): a note they state is not stored.
+        self.claude_memory = ClaudeMemory()
         install_embedding_cache(provider)
 
     @property
@@ -269,6 +272,7 @@ class Pipeline:
         are stored.
         """
         from .capture.admit import redact_turn
+        from .capture.evidence import evidence_kind
 
         saved = saved or {}
         report = PipelineReport(turns=len(items), gated=len(items))
@@ -276,7 +280,7 @@ class Pipeline:
         for turn, context in items:
             # redacted on admission; again here, as the queue file is shared (see capture.admit)
             clean = redact_turn(turn)
-            if clean is not None:
+            if clean is not None and evidence_kind(clean) is None:  # a row queued by an older version
                 groups.setdefault((clean.user_id, clean.session_id, clean.project), []).append((clean, context))
         for group in groups.values():
             turns = [t for t, _ in group]
@@ -356,6 +360,10 @@ class Pipeline:
         """
         report = report if report is not None else PipelineReport()
         memory = self.note_memory(note, turns)
+        if self.claude_memory.says(memory.content, memory.project):
+            report.skipped += 1
+            logger.info("note %r not stored: Claude Code's memory files say it already", memory.content[:80])
+            return None
         if batch is not None and memory.id in batch.known_ids:
             report.skipped += 1
             return None

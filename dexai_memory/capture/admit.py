@@ -7,7 +7,10 @@
    recent turns given as context lose their ``<private>`` sections and
    secrets (:func:`dexai_memory.text.redaction.redact`); a turn with nothing left is
    dropped;
-2. **gate** (:class:`~dexai_memory.capture.gate.Gate`): the *redacted* text is
+2. **evidence** (:func:`~dexai_memory.capture.evidence.evidence_kind`): a coding
+   session's tool results, the assistant's replies, slash commands, interruptions and
+   prompts that are only pasted output are not read for memories (they stay context);
+3. **gate** (:class:`~dexai_memory.capture.gate.Gate`): the *redacted* text is
    scored against the *redacted* context, so the gate never sees, and a
    verdict never depends on, what memory will not keep (a secret token does
    not count as a new entity).
@@ -66,6 +69,7 @@ from typing import Any, NamedTuple
 
 from ..models import Turn
 from ..text.redaction import redact
+from .evidence import evidence_kind
 from .gate import Gate, GateResult
 
 __all__ = ["CAPTION_KEYS", "Admission", "admit", "redact_context", "redact_turn"]
@@ -81,8 +85,11 @@ class Admission(NamedTuple):  # a NamedTuple: a dataclass costs ~1 ms to define 
     turn: Turn | None
     #: The redacted context the gate scored the turn against (queued with it).
     context: tuple[str, ...]
-    #: The gate's verdict on the redacted text (score 0, not passed, when nothing was left).
+    #: The gate's verdict on the redacted text (score 0, not passed, when nothing was left or
+    #: the turn is evidence).
     verdict: GateResult
+    #: Why the turn is evidence, not a source of memories (:func:`evidence_kind`), else None.
+    evidence: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -111,8 +118,9 @@ def redact_context(context: Sequence[str]) -> tuple[str, ...]:
 
 
 def admit(turn: Turn | Mapping[str, Any], context: Sequence[str], gate: Gate) -> Admission:
-    """Redact ``turn`` (a :class:`~dexai_memory.models.Turn` or its dict) and ``context``, then
-    score the redacted text with ``gate`` against the redacted context (see the module docstring).
+    """Redact ``turn`` (a :class:`~dexai_memory.models.Turn` or its dict) and ``context``, set
+    evidence aside, then score the redacted text with ``gate`` against the redacted context (see
+    the module docstring).
 
     Queue the result when :attr:`Admission.passed`; what to do with a turn that
     did not pass (keep it as context, archive it) is the caller's choice.
@@ -122,4 +130,7 @@ def admit(turn: Turn | Mapping[str, Any], context: Sequence[str], gate: Gate) ->
     recent = redact_context(context)
     if clean is None:
         return Admission(None, recent, GateResult(0.0, False, {}))
+    kind = evidence_kind(clean)
+    if kind is not None:
+        return Admission(clean, recent, GateResult(0.0, False, {}), kind)
     return Admission(clean, recent, gate.score(clean.content, recent))

@@ -102,7 +102,13 @@ Rules:
   timestamp and write the absolute date in the note; set event_date (ISO).
 - Commitments must include: what, who (if mentioned), when (if mentioned, ISO).
 - Rate importance: 1-3 mundane, 4-6 useful, 7-9 significant, 10 critical.
-- Never record passwords, API keys, tokens or anything marked [redacted]."""
+- Never record passwords, API keys, tokens or anything marked [redacted].
+- In a coding session (the user talking to an assistant), what the user says is the source:
+  standing instructions about how to work ("always ...", "never ...", "use X, not Y") are
+  PREFERENCE notes in the imperative; decisions keep their reason; warnings, project facts,
+  names, owners and commitments are kept with their exact names, paths and versions.
+  Requests for the task at hand ("fix this test", "run it again"), pasted logs, code, diffs
+  and tool output, and the assistant's narration are not memories."""
 
 CLASSIFY_UPDATE_TOOL: dict[str, Any] = {
     "name": "classify_update",

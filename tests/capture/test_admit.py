@@ -66,12 +66,15 @@ async def test_both_capture_paths_store_the_same_redacted_turn(settings: Setting
     # keeps the (redacted) prompt as the reply's context
     hook = settings.with_home(tmp_path / "hook-home")
     async with running_daemon(hook, provider, extractor=EchoExtractor()) as d:
-        for text, prompt_id in ((PROMPT, "p1"), (HIDDEN, "p3")):
+        for text, prompt_id in ((PROMPT, "p1"), (HIDDEN, "p3"), (REPLY, "p2")):
             await handle(d, "user-prompt-submit", {"session_id": "s", "prompt": text, "prompt_id": prompt_id},
                          user="u", DEXAI_MEMORY_PROJECT="p")
-        await handle(d, "stop", {"session_id": "s", "last_assistant_message": REPLY}, user="u",
+        # the assistant's reply is evidence: context for the next turn, never queued
+        await handle(d, "stop", {"session_id": "s", "last_assistant_message": REPLY + " Done."}, user="u",
                      DEXAI_MEMORY_PROJECT="p")
-        by_hook = {("t1" if t["turn"]["role"] == "user" else "t2"): t for t in queued(hook.home).values()}
+        by_hook = {("t1" if "Lisbon last week" in t["turn"]["content"] else "t2"): t
+                   for t in queued(hook.home).values()}
+        assert all(t["turn"]["role"] == "user" for t in queued(hook.home).values())
     assert len(queued(hook.home)) == 2  # HIDDEN passed only on what redaction removes
     # the SDK / daemon path: the same turns, the daemon keeping the recent turns itself
     daemon = MemoryDaemon(settings.with_home(tmp_path / "daemon-home"), provider, extractor=EchoExtractor(),
@@ -79,10 +82,11 @@ async def test_both_capture_paths_store_the_same_redacted_turn(settings: Setting
     async with daemon as d:
         verdicts = {tid: d.submit_turn(Turn.from_dict(turn_dict(tid, text, role)))
                     for tid, text, role in (("t1", PROMPT, "user"), ("t3", HIDDEN, "user"),
-                                            ("t2", REPLY, "assistant"))}
+                                            ("t2", REPLY, "user"), ("t4", REPLY + " Done.", "assistant"))}
         by_daemon = queued(d.settings.home)
     assert set(by_hook) == set(by_daemon) == {"t1", "t2"}
     assert not verdicts["t3"].passed and gate.score(HIDDEN).passed  # it passed only on what was removed
+    assert not verdicts["t4"].passed  # the reply: evidence on this path too
     for tid in ("t1", "t2"):
         hook_turn, daemon_turn = by_hook[tid]["turn"], by_daemon[tid]["turn"]
         assert hook_turn["content"] == daemon_turn["content"]
@@ -92,7 +96,7 @@ async def test_both_capture_paths_store_the_same_redacted_turn(settings: Setting
         # the gate scored the redacted text against the redacted context, on both paths
         assert gate.score(hook_turn["content"], by_hook[tid]["context"]).score == verdicts[tid].score
     assert by_daemon["t2"]["turn"]["metadata"]["caption"] == f"a note saying {REDACTED}"
-    assert by_hook["t2"]["context"][0] == redact_turn(Turn(id="x", user_id="u", content=PROMPT)).content  # type: ignore[union-attr]
+    assert redact_turn(Turn(id="x", user_id="u", content=PROMPT)).content in by_hook["t2"]["context"]  # type: ignore[union-attr]
     raw = gate.score(REPLY, [PROMPT]).score
     assert raw != verdicts["t2"].score  # the raw text would have scored differently (the private names)
 
@@ -105,7 +109,7 @@ def test_admit_redacts_text_captions_and_context_before_the_gate() -> None:
             seen.append((text, tuple(recent)))
             return super().score(text, recent)
 
-    admission = admit(turn_dict("t1", REPLY, "assistant"), [PROMPT, f"token: {SECRET}"], RecordingGate())
+    admission = admit(turn_dict("t1", REPLY, "user"), [PROMPT, f"token: {SECRET}"], RecordingGate())
     assert admission.turn is not None and admission.passed
     assert SECRET not in admission.turn.content and "Alvarez" not in admission.turn.content
     assert admission.turn.metadata["caption"] == f"a note saying {REDACTED}"

@@ -60,7 +60,7 @@ async def test_stop_queues_the_turn_and_session_end_adds_nothing(daemon: MemoryD
     await prompt(daemon, "Our codename is COPPER-FINCH.", "p1")
     assert await handle(daemon, "stop", {"session_id": SID, "last_assistant_message": "Noted: COPPER-FINCH."},
                         user="dana", background=True) == {}
-    assert sorted(queued_turns(settings.home).values()) == ["Noted: COPPER-FINCH.", "Our codename is COPPER-FINCH."]
+    assert sorted(queued_turns(settings.home).values()) == ["Our codename is COPPER-FINCH."]  # the reply is evidence
     assert pending_prompts(load_session(settings, SID)) == []
     before = queued_turns(settings.home)
     path = write_transcript(tmp_path / "t.jsonl", [("user", "Our codename is COPPER-FINCH."),
@@ -79,7 +79,7 @@ async def test_session_end_queues_the_turn_whose_stop_was_killed(daemon: MemoryD
                                                     ("assistant", "Noted: COPPER-FINCH.")])
     await handle(daemon, "session-end", {"session_id": SID, "transcript_path": str(path)}, user="dana")
     caught = queued_turns(settings.home)
-    assert sorted(caught.values()) == ["Noted: COPPER-FINCH.", "Our codename is COPPER-FINCH."]
+    assert sorted(caught.values()) == ["Our codename is COPPER-FINCH."]  # the reply is evidence
     assert f"{SID}:user:p1" in caught
     # a Stop that did finish after all (a late async one) stores nothing twice
     await prompt(daemon, "Our codename is COPPER-FINCH.", "p1")
