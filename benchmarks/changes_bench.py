@@ -248,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="every third pair only")
     parser.add_argument("--classifier", choices=("offline", "haiku-fake", "both"), default="both")
-    parser.add_argument("--misses", action="store_true", help="print every pair that failed")
+    parser.add_argument("--misses", action="store_true", help="print every development pair that failed")
+    parser.add_argument("--holdout-misses", action="store_true", help="print the holdout pairs that failed too")
     parser.add_argument("--out", type=Path, default=None, help="directory for the JSON result")
     parser.add_argument("--name", default="changes", help="result file name (changes.json)")
     args = parser.parse_args(argv)
@@ -274,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.misses:
         for name, res in details.items():
             for r in res:
-                if not r["ok"]:
+                if not r["ok"] and (args.holdout_misses or not r["holdout"]):
                     failed = [k for k, v in r["checks"].items() if not v]
                     print(f"\n[{name}] {r['id']} {r['kind']} ({r['category']}{', holdout' if r['holdout'] else ''}): "
                           f"{', '.join(failed)}{'; gated ' + ','.join(r['gated']) if r['gated'] else ''}"

@@ -22,7 +22,8 @@ _PAST_IRREGULAR = frozenset(
     "went got made took saw met had began bought built ran won lost found wrote did gave came left heard taught "
     "sang drove flew ate became broke brought caught chose drew fell forgot grew kept knew rode sold sent spent "
     "stood swam told wore read paid put set quit spoke sat slept woke threw held led lent felt thought dug hit "
-    "cut lit meant dealt hung shut let fed fought sought bought wound understood misspoke overtook took".split()
+    "cut lit meant dealt hung shut let fed fought sought bought wound understood misspoke overtook took rewrote broke chose froze stole woke shook withdrew forgave undertook mistook "
+    "rose swore tore".split()
 )
 #: Base forms that end in "ed".
 _ED_BASE = frozenset("need feed seed bleed speed proceed succeed exceed breed heed weed shred embed".split())
