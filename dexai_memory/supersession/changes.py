@@ -28,8 +28,8 @@ content words (:func:`~.rules.statement_words`: the one tokenizer of
     the other does not (the values). With a marker of change in the new
     statement ("now", "new", "these days", "anymore", "actually", "I
     misspoke", or a verb of change: "switched", "upgraded", "promoted",
-    "rewrote"...) it is a change; without one, and when only a word or two
-    differ on each side, it may be a change or a second value: the answer is
+    "rewrote"...) it is a change; without one, and when one word on one side
+    stands for one or two on the other, it may be a change or a second value: the answer is
     "unsure" and the caller records an open contradiction for review, both
     kept.
 
@@ -70,8 +70,11 @@ _CHANGE_VERB_WORDS = (
     "became")
 #: Words that add a value next to the old one ("I also love swimming").
 ADDITIVE = frozenset("also too another additionally".split())
-#: Possessive and personal pronouns: the same subject whoever's words they are.
-_PRONOUNS = frozenset("my our your their his her its they them he she we i me us".split())
+#: Possessive and personal pronouns of the third person: the same subject whoever's words they are.
+_PRONOUNS = frozenset("your their his her its they them he she".split())
+#: First-person words read as the extractor writes them ("I use Emacs" added by hand is "the user uses Emacs").
+_FIRST_PERSON = {"i": "user", "me": "user", "my": "user", "mine": "user", "myself": "user", "i'm": "user",
+                 "i've": "user", "we": "team", "us": "team", "our": "team", "ours": "team", "we're": "team"}
 #: Words naming someone by their relation to the subject: "the user's sister" is not "the user".
 _RELATIONS = frozenset(stem(w) for w in (
     "sister brother wife husband partner mom mum mother dad father parents parent son daughter kids kid child children "
@@ -107,13 +110,15 @@ _UPGRADES = re.compile(r"\b(?:upgraded|updated|bumped|moved|migrated)\b[^,;]*\bt
 
 
 def stems(text: str) -> set[str]:
-    """The stems of ``text``'s statement words, pronouns left out."""
-    return {stem(w) for w in statement_words(text) if w not in _PRONOUNS}
+    """The stems of ``text``'s statement words, third-person pronouns left out, "I" and "my" read as
+    "user", "we" and "our" as "team"."""
+    return {stem(_FIRST_PERSON.get(w, w)) for w in statement_words(text) if w not in _PRONOUNS}
 
 
 def _ordered(text: str) -> list[str]:
     """The stems of every word of ``text``, in order (possessives folded, pronouns left out)."""
-    return [stem(_fold(w)) for w in split_words(comparable(text), "'") if w not in _PRONOUNS]
+    words = (_FIRST_PERSON.get(w, w) for w in split_words(comparable(text), "'"))
+    return [stem(_fold(w)) for w in words if w not in _PRONOUNS]
 
 
 def _key(value: str) -> set[str]:
@@ -229,7 +234,9 @@ def frame_change(new_fact: str, memory: str) -> FrameChange | None:
         return None
     if marked:
         return FrameChange(True, frame, removed, added)
-    if same_subject and len(added) <= 2 and len(removed) <= 2 and len(frame) >= max(2, len(added) + len(removed) - 1):
+    # one word for one (or two): another value of the same thing, not another value and another scope
+    if same_subject and min(len(added), len(removed)) == 1 and max(len(added), len(removed)) <= 2 \
+            and len(frame) >= 2:
         return FrameChange(False, frame, removed, added)
     return None
 
