@@ -3,7 +3,7 @@
 The offline classifier (:mod:`.rules`) asks this module three questions about
 a new statement and one stored memory. Words are compared as light stems
 (:func:`stem`: "takes", "taking" and "take" are one word) of the statement's
-content words (:func:`~.rules.statement_words`: the one tokenizer of
+content words (:func:`~.statements.statement_words`: the one tokenizer of
 :mod:`dexai_memory.text.words`, so "Café Zürich" stays ``café``, ``zürich``).
 
 :func:`named_change`: the new statement names what it replaces
@@ -47,7 +47,8 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from ..text.words import split_words
-from .rules import _fold, comparable, statement_words
+from .statements import comparable, statement_words
+from .statements import fold as _fold
 
 
 def stem(word: str) -> str:

@@ -90,15 +90,19 @@ from collections.abc import Sequence, Set
 
 from ..models import Memory, UpdateAction, UpdateDecision
 from ..text.words import split_words
+from . import changes
 from .classifier import UpdateClassifier
 from .contradictions import Unsure
+from .statements import FILLER as _FILLER
+from .statements import JOINERS as _JOINERS
+from .statements import SOFT as _SOFT
+from .statements import comparable, content_words, jaccard, statement_words
+from .statements import fold as _fold
 
-#: Words two statements are compared on: contractions kept, compounds split ("co-founder": "co",
-#: "founder"). Filler is this module's own short list, not the one stop list: "not", "no", "more",
-#: "before" change what a statement says.
-_JOINERS = "'"
-_FILLER = frozenset("a an the is are was were be been am to of in on at for and or but now also still really very "
-                    "just that this it its".split())
+__all__ = ["MULTI_VALUED", "OfflineClassifier", "comparable", "content_words", "guard_meaning", "jaccard",
+           "key_tokens", "moved_from", "protect_pinned", "rescheduled", "resolve", "same_slot", "statement_words",
+           "subject_attribute", "value_words"]
+
 #: Verbs/relations that name an attribute of the subject.
 _ATTRIBUTES = (
     r"prefers?", r"likes?", r"loves?", r"enjoys?", r"hates?", r"dislikes?", r"lives? in",
@@ -119,10 +123,6 @@ _VALUE_FILLER = _FILLER | frozenset(
 _ATTR_RE = re.compile(r"^(?P<subject>.{1,60}?)\s+(?:now\s+|currently\s+|no longer\s+)?(?P<attr>" + "|".join(_ATTRIBUTES)
                       + r")\s+(?P<value>.+?)[.!]?$", re.IGNORECASE)
 
-#: Reporting and hedging words: a statement means the same with or without them.
-_SOFT = frozenset("said says say saying mentioned mentions mention told tells tell noted notes stated states "
-                  "explained explains shared shares added reported reports reportedly really actually again "
-                  "currently recently apparently".split())
 #: Words that turn an added statement into a change of the old one ("no longer lives in ...").
 _NEGATIONS = frozenset("not no never longer anymore n't stopped quit former formerly ex isn't aren't wasn't weren't "
                        "doesn't don't didn't won't can't cannot".split())
@@ -139,8 +139,6 @@ _NOT_NAMES = _VALUE_FILLER | _SOFT | frozenset(
     "i i'm i've i'll i'd he she they we you me him them us there here if then after before since until while "
     "user user's yes ok okay please".split())
 _TOKEN = re.compile(r"\d+(?:[:./-]\d+)*|[^\W\d_][\w'’-]*")
-_MENTIONED = re.compile(r"\s*\(mentioned on [^)]*\)", re.IGNORECASE)
-_POSSESSIVE = re.compile(r"['’]s?$")
 
 _MOVED_FROM = re.compile(
     r"^(?P<subject>.{1,60}?)\s+(?:has\s+|have\s+|had\s+)?(?:just\s+)?(?:moved|relocated|switched|changed|"
@@ -149,36 +147,6 @@ _RESCHEDULED = re.compile(
     r"^(?P<event>.{3,120}?)\s+(?:was\s+|were\s+|has\s+been\s+|have\s+been\s+|had\s+been\s+|is\s+|are\s+|got\s+|"
     r"gets\s+|will\s+be\s+)?(?:now\s+)?(?:moved|rescheduled|postponed|pushed(?:\s+back)?|brought\s+forward|"
     r"shifted|delayed|changed|bumped|put\s+off)\s+(?:to|until|till|for)\s+(?P<when>.+?)[.!]?$", re.IGNORECASE)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words of ``text`` without filler words."""
-    return {w for w in split_words(text, _JOINERS) if w not in _FILLER}
-
-
-def jaccard(a: Set[str], b: Set[str]) -> float:
-    """Jaccard overlap of two word sets (0 when both are empty)."""
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
-def _fold(word: str) -> str:
-    """A word with its possessive and plural ending removed ("user's" -> "user", "trips" -> "trip")."""
-    word = _POSSESSIVE.sub("", word.replace("’", "'"))
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    return word
-
-
-def comparable(text: str) -> str:
-    """``text`` without the parts that do not change what it states (the "(mentioned on ...)" stamp)."""
-    return _MENTIONED.sub("", text).strip()
-
-
-def statement_words(text: str) -> set[str]:
-    """The normalised content words the offline classifier compares: filler and reporting words
-    ("said", "mentioned") removed, possessives and plurals folded."""
-    folded = {_fold(w) for w in split_words(comparable(text), _JOINERS)}
-    return {w for w in folded if w and w not in _FILLER and w not in _SOFT}
 
 
 def key_tokens(text: str) -> list[str]:
@@ -353,8 +321,6 @@ class OfflineClassifier(UpdateClassifier):
 
     def decide(self, new_fact: str, memory: Memory) -> UpdateDecision:
         """The decision for one existing memory."""
-        from . import changes  # it builds on this module's words
-
         new_words, old_words = statement_words(new_fact), statement_words(memory.content)
         added, removed = new_words - old_words, old_words - new_words
         new_names, old_names = _names(new_fact), _names(memory.content)
