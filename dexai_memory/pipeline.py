@@ -57,6 +57,7 @@ from .models import (
     utcnow,
 )
 from .supersession.candidates import CandidateIndex
+from .supersession.contradictions import Unsure
 from .supersession.store import Decided, decide_statement, store_statement
 
 if TYPE_CHECKING:
@@ -383,7 +384,7 @@ class Pipeline:
             return None
         if batch is not None:
             batch.known_ids.add(memory.id)
-            if decision.action is UpdateAction.ADD:
+            if decision.action is UpdateAction.ADD and not isinstance(decision, Unsure):  # Unsure records a conflict
                 batch.pending[memory.id] = memory
                 batch.reasons[memory.id] = decision.reason
                 if note.commitment is not None:

@@ -7,6 +7,10 @@ The decision policy lives here, over any provider's storage primitives:
 - :mod:`.classifier`: the :class:`~.classifier.UpdateClassifier` interface.
 - :mod:`.rules`: the offline classifier, the rules it applies, and the guards
   (meaning, pinned memories) every classifier's output goes through.
+- :mod:`.changes`: change detection (a named old value, a reversed comparison,
+  the same frame with a new value; "unsure" when a change and a second value
+  cannot be told apart).
+- :mod:`.statements`: the words two statements are compared on.
 - :mod:`.decide`: one guarded decision for a statement.
 - :mod:`.apply`: carrying a decision out (confidence, the tool-output,
   pinned and shared-memory rules).

@@ -21,14 +21,24 @@ UPDATE merges the note into the memory (content, provenance, mention count,
 confidence); SUPERSEDE replaces the memory with the note
 (:func:`~.chain.supersede`) and records the contradiction
 (:mod:`.contradictions`: left open, both kept, when the note is not sure
-enough). Each action is logged in the memory's history with its reason.
+enough or the classifier was unsure). Each action is logged in the memory's
+history with its reason.
+
+Time: the old memory stops being valid when the new statement was *said*
+(:func:`said_at`: the note's ``valid_from``, its turn's timestamp), not when
+it is processed, so ``--as-of`` and history are right after an ingest or an
+import. A note said before the memory it contradicts (turns imported out of
+order) is stored as the past: superseded by that memory from the moment it
+was said.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MemoryNotFound
 from ..models import (
     Memory,
     MemoryEvent,
@@ -39,7 +49,7 @@ from ..models import (
     utcnow,
 )
 from . import contradictions
-from .chain import supersede
+from .chain import link, supersede
 from .rules import guard_meaning
 
 if TYPE_CHECKING:
@@ -96,6 +106,8 @@ async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, not
         old = current if current is not None and current.id == decision.memory_id else \
             await provider.get(decision.memory_id, user_id=uid)
         decision = _storable(decision, note, old)
+    if isinstance(decision, contradictions.Unsure) and decision.memory_id is not None:
+        return await _add_unsure(provider, decision, note, now)
     if decision.action is UpdateAction.ADD or decision.memory_id is None or old is None:
         stored = await provider.add(note)
         await provider.record_event(MemoryEvent(stored.id, "ADD", decision.reason, now), user_id=uid)
@@ -123,6 +135,13 @@ async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, not
     replacement = note.replace(source_ids=sources)
     if decision.merged_content:
         replacement = replacement.replace(content=decision.merged_content)
+    said = said_at(note, now)
+    if old.valid_from is not None and said < old.valid_from:
+        # said before the memory it contradicts (an import or ingest out of order): the note is the past
+        stored = await provider.add(replacement)
+        await link(provider, stored.id, old.id, user_id=uid, reason=f"said before memory {old.id}, which "
+                   f"replaces it ({decision.reason})", at=old.valid_from)
+        return stored
     if contradictions.left_open(provider, note):
         # not sure enough to replace what is known: both stay current, the contradiction stays open
         stored = await provider.add(replacement)
@@ -131,6 +150,29 @@ async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, not
         await provider.record_event(MemoryEvent(stored.id, "ADD", reason, now, related_id=old.id), user_id=uid)
         await contradictions.record(provider, old, stored, reason=decision.reason, at=now, resolved=False)
         return stored
-    new = await supersede(provider, old.id, replacement, user_id=uid, reason=decision.reason)
+    new = await supersede(provider, old.id, replacement, user_id=uid, reason=decision.reason, at=said)
     await contradictions.record(provider, old, new, reason=decision.reason, at=now, resolved=True)
     return new
+
+
+async def _add_unsure(provider: MemoryProvider, decision: UpdateDecision, note: Memory, now: datetime) -> Memory:
+    """Add ``note`` next to the memory it may change, and record the open question (:class:`~.contradictions.Unsure`)."""
+    uid = note.user_id
+    stored = await provider.add(note)
+    await provider.record_event(MemoryEvent(stored.id, "ADD", f"maybe a change of {decision.memory_id}: both kept, "
+                                            f"contradiction left open ({decision.reason})", now,
+                                            related_id=decision.memory_id), user_id=uid)
+    if provider.contradiction_log is not None and decision.memory_id is not None:
+        try:
+            old = await provider.get(decision.memory_id, user_id=uid)
+        except MemoryNotFound:
+            return stored
+        if old.is_valid and old.user_id == uid:
+            await contradictions.record(provider, old, stored, reason=decision.reason, at=now, resolved=False)
+    return stored
+
+
+def said_at(note: Memory, now: datetime) -> datetime:
+    """When ``note`` was said: its ``valid_from`` (the turn's time for an extracted note), never after ``now``."""
+    said = note.valid_from or note.created_at
+    return min(said, now) if said is not None else now

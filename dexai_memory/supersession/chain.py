@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 
 async def supersede(provider: MemoryProvider, old_id: str, new_content: str | Memory, *, user_id: str,
-                    reason: str = "updated") -> Memory:
+                    reason: str = "updated", at: datetime | None = None) -> Memory:
     """Mark ``old_id`` superseded and store its replacement; returns the new memory.
+
+    ``at`` is when the change happened (when the new statement was said; default now): the old
+    memory is valid until then, a replacement given as text is valid from then.
 
     ``new_content`` is the replacement itself, or its text (then it takes the
     old memory's type, scope, importance, confidence and provenance). Raises
@@ -33,7 +36,7 @@ async def supersede(provider: MemoryProvider, old_id: str, new_content: str | Me
     old = await provider.get(old_id, user_id=user_id)
     if not old.is_valid:
         raise InvalidMemory(f"memory {old_id} is not current (already superseded or archived)")
-    now = utcnow()
+    now = at or utcnow()
     if isinstance(new_content, Memory):
         if new_content.user_id != user_id:
             raise InvalidMemory("the replacement belongs to another user")

@@ -90,19 +90,25 @@ from collections.abc import Sequence, Set
 
 from ..models import Memory, UpdateAction, UpdateDecision
 from ..text.words import split_words
+from . import changes
 from .classifier import UpdateClassifier
+from .contradictions import Unsure
+from .statements import FILLER as _FILLER
+from .statements import JOINERS as _JOINERS
+from .statements import SOFT as _SOFT
+from .statements import comparable, content_words, jaccard, statement_words
+from .statements import fold as _fold
 
-#: Words two statements are compared on: contractions kept, compounds split ("co-founder": "co",
-#: "founder"). Filler is this module's own short list, not the one stop list: "not", "no", "more",
-#: "before" change what a statement says.
-_JOINERS = "'"
-_FILLER = frozenset("a an the is are was were be been am to of in on at for and or but now also still really very "
-                    "just that this it its".split())
+__all__ = ["MULTI_VALUED", "OfflineClassifier", "comparable", "content_words", "guard_meaning", "jaccard",
+           "key_tokens", "moved_from", "protect_pinned", "rescheduled", "resolve", "same_slot", "statement_words",
+           "subject_attribute", "value_words"]
+
 #: Verbs/relations that name an attribute of the subject.
 _ATTRIBUTES = (
     r"prefers?", r"likes?", r"loves?", r"enjoys?", r"hates?", r"dislikes?", r"lives? in",
     r"(?:moved|relocated)(?: from .{1,40}?)? to",
-    r"works? (?:at|for|as)", r"is (?:married to|dating|engaged to)", r"(?:favou?rite \w+) is", r"uses?", r"drives?",
+    r"works? (?:at|for|as)", r"(?:started|got|took|has) (?:a )?(?:new )?job (?:at|with|as)",
+    r"is based in", r"is (?:married to|dating|engaged to)", r"(?:favou?rite \w+) is", r"uses?", r"drives?",
     r"is (?:a|an)", r"studies", r"is studying", r"wants? to", r"plans? to", r"is called", r"named",
     r"(?:main |primary |new |current )?(?:goal|objective|aim|target)(?: now| still)? is",
 )
@@ -117,10 +123,6 @@ _VALUE_FILLER = _FILLER | frozenset(
 _ATTR_RE = re.compile(r"^(?P<subject>.{1,60}?)\s+(?:now\s+|currently\s+|no longer\s+)?(?P<attr>" + "|".join(_ATTRIBUTES)
                       + r")\s+(?P<value>.+?)[.!]?$", re.IGNORECASE)
 
-#: Reporting and hedging words: a statement means the same with or without them.
-_SOFT = frozenset("said says say saying mentioned mentions mention told tells tell noted notes stated states "
-                  "explained explains shared shares added reported reports reportedly really actually again "
-                  "currently recently apparently".split())
 #: Words that turn an added statement into a change of the old one ("no longer lives in ...").
 _NEGATIONS = frozenset("not no never longer anymore n't stopped quit former formerly ex isn't aren't wasn't weren't "
                        "doesn't don't didn't won't can't cannot".split())
@@ -137,8 +139,6 @@ _NOT_NAMES = _VALUE_FILLER | _SOFT | frozenset(
     "i i'm i've i'll i'd he she they we you me him them us there here if then after before since until while "
     "user user's yes ok okay please".split())
 _TOKEN = re.compile(r"\d+(?:[:./-]\d+)*|[^\W\d_][\w'’-]*")
-_MENTIONED = re.compile(r"\s*\(mentioned on [^)]*\)", re.IGNORECASE)
-_POSSESSIVE = re.compile(r"['’]s?$")
 
 _MOVED_FROM = re.compile(
     r"^(?P<subject>.{1,60}?)\s+(?:has\s+|have\s+|had\s+)?(?:just\s+)?(?:moved|relocated|switched|changed|"
@@ -147,36 +147,6 @@ _RESCHEDULED = re.compile(
     r"^(?P<event>.{3,120}?)\s+(?:was\s+|were\s+|has\s+been\s+|have\s+been\s+|had\s+been\s+|is\s+|are\s+|got\s+|"
     r"gets\s+|will\s+be\s+)?(?:now\s+)?(?:moved|rescheduled|postponed|pushed(?:\s+back)?|brought\s+forward|"
     r"shifted|delayed|changed|bumped|put\s+off)\s+(?:to|until|till|for)\s+(?P<when>.+?)[.!]?$", re.IGNORECASE)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words of ``text`` without filler words."""
-    return {w for w in split_words(text, _JOINERS) if w not in _FILLER}
-
-
-def jaccard(a: Set[str], b: Set[str]) -> float:
-    """Jaccard overlap of two word sets (0 when both are empty)."""
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
-def _fold(word: str) -> str:
-    """A word with its possessive and plural ending removed ("user's" -> "user", "trips" -> "trip")."""
-    word = _POSSESSIVE.sub("", word.replace("’", "'"))
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    return word
-
-
-def comparable(text: str) -> str:
-    """``text`` without the parts that do not change what it states (the "(mentioned on ...)" stamp)."""
-    return _MENTIONED.sub("", text).strip()
-
-
-def statement_words(text: str) -> set[str]:
-    """The normalised content words the offline classifier compares: filler and reporting words
-    ("said", "mentioned") removed, possessives and plurals folded."""
-    folded = {_fold(w) for w in split_words(comparable(text), _JOINERS)}
-    return {w for w in folded if w and w not in _FILLER and w not in _SOFT}
 
 
 def key_tokens(text: str) -> list[str]:
@@ -219,8 +189,10 @@ def subject_attribute(text: str) -> tuple[str, str, str] | None:
     if not m:
         return None
     words = m.group("attr").lower().replace("favorite", "favourite").split()
-    if words[0] in ("moved", "relocated"):  # where one lives now: the same slot as "lives in"
+    if words[0] in ("moved", "relocated") or words[:2] == ["is", "based"]:  # the same slot as "lives in"
         words = ["live", "in"]
+    elif "job" in words:  # "started a new job at": the same slot as "works at"
+        words = ["work", words[-1]]
     elif _GOAL_WORDS & set(words):  # "main goal now is", "objective is": one goal slot
         words = ["goal", "is"]
     elif words[0] == "studies":
@@ -246,7 +218,9 @@ def same_slot(attribute: str, old_value: str, new_value: str) -> bool:
     if attribute not in MULTI_VALUED:
         return True
     if old_words & new_words:
-        return True
+        # one slot when only the value changed, not the value and its scope ("uv for Python projects",
+        # "pnpm for JavaScript projects" are two)
+        return min(len(old_words - new_words), len(new_words - old_words)) <= 1
     return len(old_words) == 1 and len(new_words) == 1
 
 
@@ -351,10 +325,18 @@ class OfflineClassifier(UpdateClassifier):
         added, removed = new_words - old_words, old_words - new_words
         new_names, old_names = _names(new_fact), _names(memory.content)
         if not added and not removed and new_names == old_names:
+            if changes.reversed_order(new_fact, memory.content):
+                return UpdateDecision(UpdateAction.SUPERSEDE, memory.id, "the same words in the reverse order: "
+                                      "the preference or comparison is reversed")
             return UpdateDecision(UpdateAction.NOOP, memory.id, "the same statement")
+        named = changes.named_change(new_fact, memory.content)
+        if named is not None:
+            to = f" with {named.new!r}" if named.new else ""
+            return UpdateDecision(UpdateAction.SUPERSEDE, memory.id,
+                                  f"an explicit change: {named.old!r} replaced{to}")
         new_sa, old_sa = subject_attribute(new_fact), subject_attribute(memory.content)
         if (new_sa and old_sa and new_sa[0] == old_sa[0] and new_sa[1] == old_sa[1]
-                and same_slot(new_sa[1], old_sa[2], new_sa[2])):
+                and same_slot(new_sa[1], old_sa[2], new_sa[2]) and not changes.additive(new_fact)):
             return UpdateDecision(UpdateAction.SUPERSEDE, memory.id,
                                   f"same subject and attribute ({new_sa[0]} {new_sa[1]}), new value "
                                   f"{new_sa[2]!r} replaces {old_sa[2]!r}")
@@ -369,8 +351,19 @@ class OfflineClassifier(UpdateClassifier):
             if _adds_negation(added):
                 return UpdateDecision(UpdateAction.SUPERSEDE, memory.id,
                                       f"negates the existing memory ({', '.join(sorted(added & _NEGATIONS))})")
+            if changes.marks_change(added):
+                return UpdateDecision(UpdateAction.SUPERSEDE, memory.id, "says the existing memory changed "
+                                      f"({', '.join(sorted(added)[:4])}): superseded, kept in history")
             return UpdateDecision(UpdateAction.UPDATE, memory.id, "refines the existing memory with more detail",
                                   merged_content=new_fact)
+        frame = changes.frame_change(new_fact, memory.content)
+        if frame is not None:
+            said = (f"same frame ({', '.join(sorted(frame.frame)[:4])}), {', '.join(sorted(frame.new)[:3])} "
+                    f"instead of {', '.join(sorted(frame.old)[:3])}")
+            if frame.sure:
+                return UpdateDecision(UpdateAction.SUPERSEDE, memory.id, f"{said}, said as a change")
+            return Unsure(UpdateAction.ADD, memory.id, f"{said}: a change or a second value? "
+                          "Both kept, contradiction left open for review")
         if added and removed:
             return UpdateDecision(UpdateAction.ADD, None, f"a different statement ({', '.join(sorted(added)[:3])} "
                                   f"instead of {', '.join(sorted(removed)[:3])})")
@@ -388,8 +381,9 @@ class OfflineClassifier(UpdateClassifier):
 
 
 def resolve(decisions: Sequence[UpdateDecision]) -> UpdateDecision:
-    """The one action to carry out for a note: NOOP beats SUPERSEDE beats UPDATE beats ADD."""
-    order = {UpdateAction.NOOP: 0, UpdateAction.SUPERSEDE: 1, UpdateAction.UPDATE: 2, UpdateAction.ADD: 3}
+    """The one action to carry out for a note: NOOP beats SUPERSEDE beats UPDATE beats ADD (a sure
+    SUPERSEDE beats one the rules are unsure of, which beats UPDATE)."""
+    order = {UpdateAction.NOOP: 0, UpdateAction.SUPERSEDE: 1, UpdateAction.UPDATE: 3, UpdateAction.ADD: 4}
     if not decisions:
         return UpdateDecision(UpdateAction.ADD, None, "nothing similar stored")
-    return min(decisions, key=lambda d: order[d.action])
+    return min(decisions, key=lambda d: order[d.action] + (1 if isinstance(d, Unsure) else 0))

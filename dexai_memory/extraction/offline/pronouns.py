@@ -15,25 +15,27 @@ _NO_CONJUGATION = frozenset(
     "can could will would should shall might must may can't couldn't won't wouldn't shouldn't mustn't didn't "
     "did had was also just really always never still often usually sometimes totally definitely actually finally "
     "recently already even too kinda kind sort truly absolutely honestly so all both only first once probably "
-    "certainly mostly rarely barely hardly literally seriously personally myself and or but, then".split()
+    "certainly mostly rarely barely hardly literally seriously personally myself and or but, then no not now "
+    "currently later soon nowadays misspoke".split()
 )
 _PAST_IRREGULAR = frozenset(
     "went got made took saw met had began bought built ran won lost found wrote did gave came left heard taught "
     "sang drove flew ate became broke brought caught chose drew fell forgot grew kept knew rode sold sent spent "
     "stood swam told wore read paid put set quit spoke sat slept woke threw held led lent felt thought dug hit "
-    "cut lit meant dealt hung shut let fed fought sought bought wound understood".split()
+    "cut lit meant dealt hung shut let fed fought sought bought wound understood misspoke overtook took rewrote broke chose froze stole woke shook withdrew forgave undertook mistook "
+    "rose swore tore".split()
 )
 #: Base forms that end in "ed".
 _ED_BASE = frozenset("need feed seed bleed speed proceed succeed exceed breed heed weed shred embed".split())
 _ADVERBS = frozenset(
     "just really also always never still often usually sometimes totally definitely actually finally recently "
     "already even kinda truly absolutely honestly so all both only first once probably certainly mostly rarely "
-    "barely hardly literally seriously personally too".split()
-)
+    "barely hardly literally seriously personally too now currently nowadays".split()
+) | {"no longer"}
 _PRONOUNS = re.compile(
     r"\b(?P<w>I'm|I've|I'll|I'd|I|me|my|mine|myself|we're|we've|we'll|we'd|we|us|our|ours|ourselves|"
     r"you're|you've|you'll|you'd|you|your|yours|yourself|yourselves)\b"
-    r"(?P<rest>(?:\s+(?:" + "|".join(sorted(_ADVERBS)) + r"))*)(?P<sp>\s+)?(?P<next>[A-Za-z']+)?",
+    r"(?P<rest>(?:\s+(?:" + "|".join(sorted(_ADVERBS)) + r")\b)*)(?P<sp>\s+)?(?P<next>[^\W\d_][\w']*)?",
     re.I,
 )
 
