@@ -12,11 +12,16 @@ Where files are looked up, later ones overriding earlier ones:
 1. the packaged defaults (``dexai_memory/args/memory.yaml``);
 2. ``<home>/memory.yaml`` where ``<home>`` is :func:`home_dir`;
 3. an explicit path (``--config`` on the CLI, ``load_settings(path=...)``).
+
+A key of an earlier version that no longer exists (:data:`RETIRED_KEYS`) is
+ignored, with a warning naming the file when it did something a user may
+have relied on; any other unknown key is an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import types
 import typing
 from collections.abc import Mapping
@@ -27,6 +32,17 @@ from typing import Any
 from .datadir import home_dir
 from .errors import ConfigError
 from .limits import LifecycleConfig, PersistentContextConfig
+
+logger = logging.getLogger(__name__)
+
+#: Keys of earlier versions, ignored when a file still sets them: dotted key -> the warning
+#: logged (empty: ignored silently, the setting's behaviour became automatic).
+RETIRED_KEYS: dict[str, str] = {
+    "hooks.daemon_timeout_seconds": "",
+    "hooks.inline_flush_seconds": "",
+    "extraction.spacy": "no spaCy pipeline is loaded; entities are found by regular expressions",
+    "extraction.spacy_model": "no spaCy pipeline is loaded; entities are found by regular expressions",
+}
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
@@ -154,10 +170,6 @@ class ExtractionConfig:
     max_retries: int = field(default=3, metadata=_check(0, 100))
     #: First retry delay; doubles each attempt.
     retry_backoff_seconds: float = field(default=2.0, metadata=_check(0.0, 3600.0))
-    #: Use a spaCy pipeline for NER when installed: auto, always or never.
-    spacy: str = field(default="auto", metadata=_check(choices=("auto", "always", "never")))
-    #: spaCy pipeline name.
-    spacy_model: str = "en_core_web_sm"
 
 
 @dataclass(frozen=True)
@@ -500,8 +512,10 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any
     changes: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
-        if dotted in ("hooks.daemon_timeout_seconds", "hooks.inline_flush_seconds"):  # earlier versions' keys
-            continue  # an old file still loads (refusing it would turn memory off in every hook)
+        if dotted in RETIRED_KEYS:  # an old file still loads (refusing it would turn memory off in every hook)
+            if RETIRED_KEYS[dotted]:
+                logger.warning("%s: %s is retired and ignored: %s", path, dotted, RETIRED_KEYS[dotted])
+            continue
         if key not in names or key == "home":
             known = ", ".join(n for n in names if n != "home")
             raise ConfigError(f"unknown key (known keys: {known})", path=path, key=dotted)
