@@ -134,6 +134,11 @@ class SearchConfig:
     #: of a user past ``ann_threshold``): past it, the users searched least recently are dropped and
     #: read again on their next search (~0.3 s per 10k vectors). 0 = no limit.
     index_max_vectors: int = field(default=2_000_000, metadata=_check(0, 1_000_000_000))
+    #: The relevance floor of ``dexai memory search``, ``/api/search`` and the panel's search box
+    #: (not auto-recall): a result with no keyword of the query needs at least this cosine similarity,
+    #: so nonsense finds nothing. Empty (null): the embedder's measured floor (0.42 for onnx-minilm
+    #: and sentence-transformers, 0.6 for static-minilm); 0: no floor.
+    min_similarity: float | None = field(default=None, metadata=_check(0.0, 1.0))
 
 
 @dataclass(frozen=True)
