@@ -16,8 +16,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, progress
-from dexai_memory.cli.memory import filters_from, with_provider
+from dexai_memory.cli.memory import with_provider
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryEvent, MemoryType, SearchFilters
 from dexai_memory.providers import MemoryProvider

@@ -25,9 +25,8 @@ from dexai_memory.cli.lazy import LazyGroup
 from dexai_memory.datadir import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import MANUAL_CONFIDENCE, Memory, MemoryType, SearchFilters, Tier
-from dexai_memory.providers import MemoryProvider, make_provider
+from dexai_memory.providers import MemoryProvider, make_provider, relevance
 from dexai_memory.providers import history as timeline
-from dexai_memory.providers import relevance
 
 #: Subcommands that live in their own modules.
 LAZY = {

@@ -12,10 +12,6 @@ Where files are looked up, later ones overriding earlier ones:
 1. the packaged defaults (``dexai_memory/args/memory.yaml``);
 2. ``<home>/memory.yaml`` where ``<home>`` is :func:`home_dir`;
 3. an explicit path (``--config`` on the CLI, ``load_settings(path=...)``).
-
-A key of an earlier version that no longer exists (:data:`RETIRED_KEYS`) is
-ignored, with a warning naming the file when it did something a user may
-have relied on; any other unknown key is an error.
 """
 
 from __future__ import annotations
@@ -33,16 +29,9 @@ from .datadir import home_dir
 from .errors import ConfigError
 from .limits import LifecycleConfig, PersistentContextConfig
 
-logger = logging.getLogger(__name__)
-
-#: Keys of earlier versions, ignored when a file still sets them: dotted key -> the warning
-#: logged (empty: ignored silently, the setting's behaviour became automatic).
-RETIRED_KEYS: dict[str, str] = {
-    "hooks.daemon_timeout_seconds": "",
-    "hooks.inline_flush_seconds": "",
-    "extraction.spacy": "no spaCy pipeline is loaded; entities are found by regular expressions",
-    "extraction.spacy_model": "no spaCy pipeline is loaded; entities are found by regular expressions",
-}
+#: Keys of earlier versions a file may still set (not an error): key -> the warning logged ("" = none).
+RETIRED_KEYS = {"hooks.daemon_timeout_seconds": "", "hooks.inline_flush_seconds": "", **dict.fromkeys(
+    ("extraction.spacy", "extraction.spacy_model"), "no spaCy pipeline is loaded; entities are found by regex")}
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
@@ -134,10 +123,7 @@ class SearchConfig:
     #: of a user past ``ann_threshold``): past it, the users searched least recently are dropped and
     #: read again on their next search (~0.3 s per 10k vectors). 0 = no limit.
     index_max_vectors: int = field(default=2_000_000, metadata=_check(0, 1_000_000_000))
-    #: The relevance floor of ``dexai memory search``, ``/api/search`` and the panel's search box
-    #: (not auto-recall): a result with no keyword of the query needs at least this cosine similarity,
-    #: so nonsense finds nothing. Empty (null): the embedder's measured floor (0.42 for onnx-minilm
-    #: and sentence-transformers, 0.6 for static-minilm); 0: no floor.
+    #: search/API/panel floor: a result without a query keyword needs this similarity (null: the embedder's).
     min_similarity: float | None = field(default=None, metadata=_check(0.0, 1.0))
 
 
@@ -519,7 +505,7 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any
         dotted = f"{prefix}.{key}" if prefix else str(key)
         if dotted in RETIRED_KEYS:  # an old file still loads (refusing it would turn memory off in every hook)
             if RETIRED_KEYS[dotted]:
-                logger.warning("%s: %s is retired and ignored: %s", path, dotted, RETIRED_KEYS[dotted])
+                logging.getLogger(__name__).warning("%s: %s is retired and ignored: %s", path, dotted, RETIRED_KEYS[dotted])
             continue
         if key not in names or key == "home":
             known = ", ".join(n for n in names if n != "home")
@@ -578,11 +564,8 @@ def _read_yaml(path: Path) -> Mapping[str, Any]:
 
 
 def load_settings(path: str | Path | None = None, *, home: str | Path | None = None) -> Settings:
-    """Load settings: packaged defaults, then ``<home>/memory.yaml``, then ``path``.
-
-    ``home`` overrides the data directory (else :func:`home_dir`). Raises
-    :class:`ConfigError` for unreadable files, unknown keys and bad values.
-    """
+    """Load settings: packaged defaults, then ``<home>/memory.yaml``, then ``path``; ``home`` overrides the
+    data directory (else :func:`home_dir`). :class:`ConfigError` for unreadable files, unknown keys, bad values."""
     home_path = Path(home).expanduser() if home else home_dir()
     settings = Settings(home=home_path)
     import yaml
@@ -600,10 +583,8 @@ def load_settings(path: str | Path | None = None, *, home: str | Path | None = N
 
 
 def load_user_settings(*, home: str | Path | None = None) -> Settings:
-    """:func:`load_settings` without parsing the packaged YAML (~50 ms of pure-Python YAML, which
-    a command hook cannot afford): the dataclass defaults equal the packaged ``memory.yaml`` (a
-    test keeps them equal), so only ``<home>/memory.yaml`` is read, when it exists, with the same
-    validation. Raises :class:`ConfigError` like :func:`load_settings`."""
+    """:func:`load_settings` without parsing the packaged YAML (~50 ms, too much for a command hook): the
+    dataclass defaults equal it (a test checks), so only ``<home>/memory.yaml`` is read, validated alike."""
     home_path = Path(home).expanduser() if home else home_dir()
     settings = Settings(home=home_path)
     user_file = home_path / "memory.yaml"

@@ -121,5 +121,5 @@ def test_retired_spacy_keys_load_with_a_warning(tmp_path: Path, caplog: pytest.L
     assert settings.extraction.batch_size == 7
     assert not hasattr(settings.extraction, "spacy")
     warned = [r.getMessage() for r in caplog.records]
-    assert any("extraction.spacy is retired" in m and "regular expressions" in m and str(path) in m
+    assert any("extraction.spacy is retired" in m and "regex" in m and str(path) in m
                for m in warned)
