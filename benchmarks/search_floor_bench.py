@@ -66,9 +66,9 @@ PLANTED: list[tuple[str, str]] = [
     ("Robin hates cilantro; it tastes like soap to them.", "herbs I dislike"),  # no shared word
     ("Our wedding anniversary is on 22 June.", "anniversary date"),
     ("Robin keeps the spare house key under the blue flower pot.", "where is the spare key"),
-    ("The production server runs Ubuntu 22.04 on Hetzner.", "which operating system does prod use"),  # none
+    ("The production server runs Ubuntu 22.04 on Hetzner.", "which operating system does prod use"),  # no shared word
     ("Robin's favourite author is Ursula K. Le Guin.", "who is my favourite writer"),
-    ("Robin takes vitamin D every morning in winter.", "supplements I take"),  # no shared word
+    ("Robin takes vitamin D every morning in winter.", "supplements I take"),  # "take": a stemmed match
     ("The insurance policy number is HX-29-3381.", "insurance policy number"),
     ("Robin learned to sail in Croatia in 2019.", "where did I learn sailing"),
     ("The kitchen renovation budget is 12,000 euros.", "how much can we spend on the kitchen"),

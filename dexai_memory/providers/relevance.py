@@ -18,7 +18,7 @@ The floor is ``search.min_similarity``, or by default the embedder's own
 (:data:`RELATED_SIMILARITY`): cosine scales differ between models. Measured
 by ``benchmarks/search_floor_bench.py`` on 1,000 memories: with MiniLM, the
 best match of 20 nonsense queries ("xyzzy", "purple monkey dishwasher") scored
-at most 0.37 and none had a keyword hit; 19 of 25 real queries share a word
+at most 0.37 and none had a keyword hit; 20 of 25 real queries share a word
 with their target. What the floor cannot tell from nonsense is a paraphrase
 sharing no word with its target whose similarity is as low as nonsense's
 ("what phobia do I have" -> "afraid of heights": 0.25): MiniLM itself ranks
