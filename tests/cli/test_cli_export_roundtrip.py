@@ -55,3 +55,12 @@ def test_export_then_import_in_the_default_format_gives_back_the_same_memories(t
         assert {k: after[mid][k] for k in FIELDS} == {k: m[k] for k in FIELDS}, mid
     history_after = json.loads(ok("memory", "history", moved, "--user", "sam", "--home", str(b), "--json").stdout)
     assert history_after == history_before
+    # again: nothing stored twice, no event recorded twice
+    again = json.loads(ok("memory", "import", str(dump), "--user", "sam", "--home", str(b), "--json").stdout)
+    assert again["imported"] == 0 and again["skipped"] == 4
+    assert json.loads(ok("memory", "history", moved, "--user", "sam", "--home", str(b), "--json").stdout) == history_before
+    # JSONL, the other re-importable format, gives the same
+    lines = tmp_path / "dump.jsonl"
+    ok("memory", "export", "--format", "jsonl", "-o", str(lines), *common)
+    ok("memory", "import", str(lines), "--user", "sam", "--home", str(tmp_path / "c"))
+    assert everything(tmp_path / "c") == after
