@@ -1,5 +1,14 @@
 """``dexai memory export`` and ``dexai memory import``: memories out to JSON, JSONL or Markdown,
-and back in from JSONL (checked line by line first, then written all or nothing)."""
+and back in from JSON or JSONL (checked entry by entry first, then written all or nothing).
+
+An export holds every memory that is not deleted (superseded and archived ones
+too: the history of what changed is part of the memories; ``--current`` keeps
+only the current ones), each with all its fields and, in JSON and JSONL, its
+history events (``events``). Importing it into an empty store gives back the
+same memories: ids, content, type, importance, confidence, timestamps, the
+validity window, supersession links and their history, pins, project and
+session.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +16,18 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
 from dexai_memory.cli.common import Context, common_options, fail, progress
-from dexai_memory.cli.memory import filters_from, with_provider
+from dexai_memory.cli.memory import with_provider
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
-from dexai_memory.models import Memory, MemoryType
+from dexai_memory.models import Memory, MemoryEvent, MemoryType, SearchFilters
 from dexai_memory.providers import MemoryProvider
 
 
@@ -24,19 +35,28 @@ from dexai_memory.providers import MemoryProvider
 @click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="json", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (default: stdout). An existing file is kept as FILE.bak.")
-@click.option("--all", "all_", is_flag=True, help="Include superseded and archived memories.")
+@click.option("--current", is_flag=True, help="Only current memories (not superseded or archived ones).")
+@click.option("--all", "all_", is_flag=True, hidden=True, help="Kept for compatibility: the default now.")
 @common_options
-def export(fmt: str, output: Path | None, all_: bool, ctx: Context) -> None:
-    """Export memories as JSON, JSONL (re-importable) or Markdown."""
+def export(fmt: str, output: Path | None, current: bool, all_: bool, ctx: Context) -> None:
+    """Export memories as JSON (default) or JSONL, both re-importable with their history, or Markdown.
 
-    async def go(p: MemoryProvider) -> list[Memory]:
-        return await p.list(user_id=ctx.user, filters=filters_from(ctx, all_=all_), limit=0)
+    Superseded and archived memories are included (with --current, not).
+    """
+    del all_  # everything is the default
 
-    mems = with_provider(ctx, go)
+    async def go(p: MemoryProvider) -> tuple[list[Memory], dict[str, list[MemoryEvent]]]:
+        f = SearchFilters.make(project=ctx.project, valid_only=current, include_archived=not current)
+        mems = await p.list(user_id=ctx.user, filters=f, limit=0)
+        mems.sort(key=lambda m: (m.created_at, m.id))  # oldest first: a chain reads in order
+        events = {m.id: await p.events(m.id, user_id=m.user_id) for m in mems} if fmt != "markdown" else {}
+        return mems, events
+
+    mems, events = with_provider(ctx, go)
     if fmt == "json":
-        text = json.dumps([m.to_dict() for m in mems], ensure_ascii=False, indent=2)
+        text = json.dumps([exported(m, events[m.id]) for m in mems], ensure_ascii=False, indent=2)
     elif fmt == "jsonl":
-        text = "".join(json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in mems)
+        text = "".join(json.dumps(exported(m, events[m.id]), ensure_ascii=False) + "\n" for m in mems)
     else:
         text = to_markdown(mems, ctx.user)
     if output is None:
@@ -44,6 +64,29 @@ def export(fmt: str, output: Path | None, all_: bool, ctx: Context) -> None:
         return
     write_private_text(output, text if text.endswith("\n") else text + "\n")
     click.echo(f"Exported {len(mems)} memories to {output}", err=True)
+
+
+def exported(memory: Memory, events: list[MemoryEvent]) -> dict[str, Any]:
+    """A memory as an export entry: its fields plus its history events (without the repeated id)."""
+    out = memory.to_dict()
+    out["events"] = [{k: v for k, v in e.to_dict().items() if k != "memory_id"} for e in events]
+    return out
+
+
+def _events(memory_id: str, raw: Any) -> list[MemoryEvent]:
+    """The ``events`` of an import entry, checked (raises InvalidMemory)."""
+    if not isinstance(raw, list):
+        raise InvalidMemory("events must be a list")
+    out = []
+    for e in raw:
+        if not isinstance(e, dict) or not isinstance(e.get("action"), str) or not e.get("at"):
+            raise InvalidMemory("each event needs an action and a time ('at')")
+        details = e.get("details") or {}
+        if not isinstance(details, dict):
+            raise InvalidMemory("an event's details must be an object")
+        out.append(MemoryEvent(memory_id, e["action"], str(e.get("reason") or ""),
+                               datetime.fromisoformat(str(e["at"])), e.get("related_id"), details))
+    return out
 
 
 def write_private_text(output: Path, text: str) -> None:
@@ -105,60 +148,86 @@ class ImportPlan:
     skipped: int = 0
     #: Ids already stored with another content: the stored memory is kept and the line skipped.
     conflicts: list[str] = field(default_factory=list)
+    #: The history events of the file's memories, by memory id.
+    events: dict[str, list[MemoryEvent]] = field(default_factory=dict)
 
 
-def read_import_lines(file: Path, ctx: Context) -> list[tuple[int, Memory]]:
-    """Every line of ``file`` (``-`` = stdin) checked and turned into a memory, or a clean error
-    naming the file and line (bad JSON, invalid UTF-8 or a binary file, a bad field, a NUL
-    character, the same id twice with different contents)."""
+def _entries(file: Path) -> Iterator[tuple[str, str]]:
+    """(where, JSON text) of each entry of ``file`` (``-`` = stdin): the items of a JSON array (the
+    default export) or the lines of JSONL; a clean error for text that is not UTF-8 or holds a NUL."""
     stream = sys.stdin.buffer if str(file) == "-" else file.open("rb")
-    out: list[tuple[int, Memory]] = []
-    first_line: dict[str, tuple[int, Memory]] = {}
     with stream:
-        for number, raw in enumerate(stream, 1):
-            where = f"{file}:{number}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                fail(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                     "is this a JSONL export? Nothing was imported")
-            if not line.strip():
-                continue
-            if "\x00" in line:
-                fail(f"{where}: contains a NUL byte (a binary file?); nothing was imported")
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise InvalidMemory("each line must be a JSON object")
-                data.setdefault("user_id", ctx.user)
-                if ctx.project and not data.get("project"):
-                    data["project"] = ctx.project
-                given_id = data.get("id")
-                memory = Memory.from_dict(data)
-                for name in ("content", "id", "user_id", "project", "session_id"):
-                    value = getattr(memory, name)
-                    if isinstance(value, str):
-                        if "\x00" in value:
-                            raise InvalidMemory(f"{name} contains a NUL character")
-                        value.encode("utf-8")  # a lone surrogate from a \\ud83d escape cannot be stored
-                if not given_id:
-                    memory = memory.replace(id=content_id(memory))
-            except UnicodeEncodeError:
-                fail(f"{where}: contains half of a surrogate pair (a broken \\u escape); nothing was imported")
-            except (json.JSONDecodeError, InvalidMemory, TypeError, ValueError) as exc:
-                fail(f"{where}: {exc}; nothing was imported")
-            earlier = first_line.get(memory.id)
-            if earlier is not None:
-                if earlier[1].content != memory.content or earlier[1].user_id != memory.user_id:
-                    fail(f"{where}: id {memory.id} is also on line {earlier[0]} with another content; "
-                         "nothing was imported")
-                continue  # the same memory twice in the file: stored once
-            first_line[memory.id] = (number, memory)
-            out.append((number, memory))
+        data = stream.read()
+    if data.lstrip()[:1] == b"[":
+        try:
+            items = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            fail(f"{file}: not UTF-8 text (byte 0x{data[exc.start]:02x}); nothing was imported")
+        except json.JSONDecodeError as exc:
+            fail(f"{file}: {exc}; nothing was imported")
+        for number, item in enumerate(items, 1):
+            yield f"{file}: entry {number}", json.dumps(item, ensure_ascii=False)
+        return
+    for number, raw in enumerate(data.splitlines(keepends=True), 1):
+        where = f"{file}:{number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            fail(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                 "is this a JSONL export? Nothing was imported")
+        if not line.strip():
+            continue
+        if "\x00" in line:
+            fail(f"{where}: contains a NUL byte (a binary file?); nothing was imported")
+        yield where, line
+
+
+def read_import_lines(file: Path, ctx: Context,
+                      events: dict[str, list[MemoryEvent]] | None = None) -> list[tuple[str, Memory]]:
+    """Every entry of ``file`` (``-`` = stdin; a JSON array or JSONL) checked and turned into a memory,
+    or a clean error naming the file and line or entry (bad JSON, invalid UTF-8 or a binary file, a
+    bad field, a NUL character, the same id twice with different contents). The entries' history
+    events go to ``events`` (by memory id)."""
+    out: list[tuple[str, Memory]] = []
+    first_line: dict[str, tuple[str, Memory]] = {}
+    for where, line in _entries(file):
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise InvalidMemory("each line must be a JSON object")
+            raw_events = data.pop("events", [])
+            data.setdefault("user_id", ctx.user)
+            if ctx.project and not data.get("project"):
+                data["project"] = ctx.project
+            given_id = data.get("id")
+            memory = Memory.from_dict(data)
+            for name in ("content", "id", "user_id", "project", "session_id"):
+                value = getattr(memory, name)
+                if isinstance(value, str):
+                    if "\x00" in value:
+                        raise InvalidMemory(f"{name} contains a NUL character")
+                    value.encode("utf-8")  # a lone surrogate from a \\ud83d escape cannot be stored
+            if not given_id:
+                memory = memory.replace(id=content_id(memory))
+            checked = _events(memory.id, raw_events)
+        except UnicodeEncodeError:
+            fail(f"{where}: contains half of a surrogate pair (a broken \\u escape); nothing was imported")
+        except (json.JSONDecodeError, InvalidMemory, TypeError, ValueError) as exc:
+            fail(f"{where}: {exc}; nothing was imported")
+        earlier = first_line.get(memory.id)
+        if earlier is not None:
+            if earlier[1].content != memory.content or earlier[1].user_id != memory.user_id:
+                fail(f"{where}: id {memory.id} is also on {earlier[0]} with another content; "
+                     "nothing was imported")
+            continue  # the same memory twice in the file: stored once
+        first_line[memory.id] = (where, memory)
+        out.append((where, memory))
+        if events is not None and checked:
+            events[memory.id] = checked
     return out
 
 
-async def plan_import(p: MemoryProvider, lines: list[tuple[int, Memory]]) -> ImportPlan:
+async def plan_import(p: MemoryProvider, lines: list[tuple[str, Memory]]) -> ImportPlan:
     """Split the checked lines into new memories, already-stored ones and id conflicts."""
     from dexai_memory.errors import MemoryNotFound
 
@@ -205,11 +274,12 @@ async def store_all_or_nothing(p: MemoryProvider, todo: list[Memory], progress_:
                    "for at most embedding.ingest_now_max_turns memories (1000), else later.")
 @common_options
 def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None:
-    """Import memories from JSONL: one memory per line, `content` plus any model fields.
+    """Import memories from an export: a JSON array (the default export) or JSONL, one memory
+    per entry, `content` plus any model fields and its history `events`.
 
-    Lines without `user_id` get --user; ids are kept when given. Every line is
-    checked before anything is written: a bad line stops the import with its
-    line number and nothing is stored. The memories are then written in one
+    Entries without `user_id` get --user; ids are kept when given. Every entry is
+    checked before anything is written: a bad one stops the import with its
+    line (or entry) number and nothing is stored. The memories are then written in one
     transaction: all or nothing.
 
     Importing again is safe: a line whose id is already stored (lines
@@ -218,7 +288,8 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
     as a conflict.
     """
     del skip_existing  # always on
-    lines = read_import_lines(file, ctx)
+    events: dict[str, list[MemoryEvent]] = {}
+    lines = read_import_lines(file, ctx, events)
 
     async def go(p: MemoryProvider) -> tuple[ImportPlan, str, int]:
         from dexai_memory.cli.ingest import embed_waiting, resolve_vectors
@@ -229,6 +300,9 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
         async with p.deferred_vectors():
             with progress(len(plan.todo), "importing", enabled=not ctx.json) as update:
                 await store_all_or_nothing(p, plan.todo, update)
+            for m in plan.todo:  # the history of what was stored (not of memories already there)
+                if events.get(m.id):
+                    await p.record_events(events[m.id], user_id=m.user_id)
         if mode == "now":
             await embed_waiting(p, ctx)
         return plan, mode, await p.pending_vectors()

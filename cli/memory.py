@@ -25,7 +25,7 @@ from dexai_memory.cli.lazy import LazyGroup
 from dexai_memory.datadir import ensure_home
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import MANUAL_CONFIDENCE, Memory, MemoryType, SearchFilters, Tier
-from dexai_memory.providers import MemoryProvider, make_provider
+from dexai_memory.providers import MemoryProvider, make_provider, relevance
 from dexai_memory.providers import history as timeline
 
 #: Subcommands that live in their own modules.
@@ -268,15 +268,20 @@ def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
 @common_options
 def search(query: str, limit: int, types: tuple[str, ...], tiers: tuple[str, ...], all_: bool,
            as_of: datetime | None, ctx: Context) -> None:
-    """Hybrid search (BM25 + vectors) over your memories."""
+    """Hybrid search (BM25 + vectors) over your memories, best first.
+
+    Only memories related to the query are shown (a word of it, or a close meaning:
+    search.min_similarity), so a query nothing matches finds nothing.
+    """
+    floor = relevance.min_similarity(ctx.settings)
 
     async def go(p: MemoryProvider) -> list[dict[str, Any]]:
         f = filters_from(ctx, types, tiers, all_=all_)
         if as_of is not None:
-            mems = await timeline.as_of(p, as_of, user_id=ctx.user, query=query, filters=f, limit=limit)
+            mems = await timeline.as_of(p, as_of, user_id=ctx.user, query=query, filters=f, limit=limit, floor=floor)
             return [{"score": None, "memory": m} for m in mems]
         return [{"score": r.score, "similarity": r.similarity, "memory": r.memory}
-                for r in await p.search(query, user_id=ctx.user, filters=f, limit=limit)]
+                for r in await relevance.search(p, query, user_id=ctx.user, filters=f, limit=limit, floor=floor)]
 
     rows = with_provider(ctx, go)
     if ctx.json:

@@ -17,6 +17,7 @@ Where files are looked up, later ones overriding earlier ones:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import types
 import typing
 from collections.abc import Mapping
@@ -27,6 +28,10 @@ from typing import Any
 from .datadir import home_dir
 from .errors import ConfigError
 from .limits import LifecycleConfig, PersistentContextConfig
+
+#: Keys of earlier versions a file may still set (not an error): key -> the warning logged ("" = none).
+RETIRED_KEYS = {"hooks.daemon_timeout_seconds": "", "hooks.inline_flush_seconds": "", **dict.fromkeys(
+    ("extraction.spacy", "extraction.spacy_model"), "no spaCy pipeline is loaded; entities are found by regex")}
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
@@ -118,6 +123,8 @@ class SearchConfig:
     #: of a user past ``ann_threshold``): past it, the users searched least recently are dropped and
     #: read again on their next search (~0.3 s per 10k vectors). 0 = no limit.
     index_max_vectors: int = field(default=2_000_000, metadata=_check(0, 1_000_000_000))
+    #: search/API/panel floor: a result without a query keyword needs this similarity (null: the embedder's).
+    min_similarity: float | None = field(default=None, metadata=_check(0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -154,10 +161,6 @@ class ExtractionConfig:
     max_retries: int = field(default=3, metadata=_check(0, 100))
     #: First retry delay; doubles each attempt.
     retry_backoff_seconds: float = field(default=2.0, metadata=_check(0.0, 3600.0))
-    #: Use a spaCy pipeline for NER when installed: auto, always or never.
-    spacy: str = field(default="auto", metadata=_check(choices=("auto", "always", "never")))
-    #: spaCy pipeline name.
-    spacy_model: str = "en_core_web_sm"
 
 
 @dataclass(frozen=True)
@@ -500,8 +503,10 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, path: str, base: Any
     changes: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
-        if dotted in ("hooks.daemon_timeout_seconds", "hooks.inline_flush_seconds"):  # earlier versions' keys
-            continue  # an old file still loads (refusing it would turn memory off in every hook)
+        if dotted in RETIRED_KEYS:  # an old file still loads (refusing it would turn memory off in every hook)
+            if RETIRED_KEYS[dotted]:
+                logging.getLogger(__name__).warning("%s: %s is retired and ignored: %s", path, dotted, RETIRED_KEYS[dotted])
+            continue
         if key not in names or key == "home":
             known = ", ".join(n for n in names if n != "home")
             raise ConfigError(f"unknown key (known keys: {known})", path=path, key=dotted)
@@ -559,11 +564,8 @@ def _read_yaml(path: Path) -> Mapping[str, Any]:
 
 
 def load_settings(path: str | Path | None = None, *, home: str | Path | None = None) -> Settings:
-    """Load settings: packaged defaults, then ``<home>/memory.yaml``, then ``path``.
-
-    ``home`` overrides the data directory (else :func:`home_dir`). Raises
-    :class:`ConfigError` for unreadable files, unknown keys and bad values.
-    """
+    """Load settings: packaged defaults, then ``<home>/memory.yaml``, then ``path``; ``home`` overrides the
+    data directory (else :func:`home_dir`). :class:`ConfigError` for unreadable files, unknown keys, bad values."""
     home_path = Path(home).expanduser() if home else home_dir()
     settings = Settings(home=home_path)
     import yaml
@@ -581,10 +583,8 @@ def load_settings(path: str | Path | None = None, *, home: str | Path | None = N
 
 
 def load_user_settings(*, home: str | Path | None = None) -> Settings:
-    """:func:`load_settings` without parsing the packaged YAML (~50 ms of pure-Python YAML, which
-    a command hook cannot afford): the dataclass defaults equal the packaged ``memory.yaml`` (a
-    test keeps them equal), so only ``<home>/memory.yaml`` is read, when it exists, with the same
-    validation. Raises :class:`ConfigError` like :func:`load_settings`."""
+    """:func:`load_settings` without parsing the packaged YAML (~50 ms, too much for a command hook): the
+    dataclass defaults equal it (a test checks), so only ``<home>/memory.yaml`` is read, validated alike."""
     home_path = Path(home).expanduser() if home else home_dir()
     settings = Settings(home=home_path)
     user_file = home_path / "memory.yaml"

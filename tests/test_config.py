@@ -109,3 +109,17 @@ def test_keys_of_earlier_versions_still_load(tmp_path: Path) -> None:
     assert settings.hooks.cold_start_wait_seconds == 8.0 and settings.hooks.precompact_wait_seconds == 50.0
     assert settings.daemon.cold_recall_wait_seconds == 3.0
     assert not hasattr(settings.hooks, "inline_flush_seconds")
+
+
+def test_retired_spacy_keys_load_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The spaCy keys did nothing (no pipeline was ever loaded): a file setting them still
+    loads, and the log says they are ignored and what finds entities instead."""
+    path = tmp_path / "old.yaml"
+    path.write_text("extraction:\n  spacy: always\n  spacy_model: en_core_web_sm\n  batch_size: 7\n")
+    with caplog.at_level("WARNING", logger="dexai_memory.config"):
+        settings = load_settings(path)
+    assert settings.extraction.batch_size == 7
+    assert not hasattr(settings.extraction, "spacy")
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("extraction.spacy is retired" in m and "regex" in m and str(path) in m
+               for m in warned)

@@ -25,6 +25,7 @@ from ..lifecycle.editing import edit
 from ..lifecycle.pins import pin, pinned_count
 from ..models import MANUAL_CONFIDENCE, SearchFilters
 from ..providers import history as timeline
+from ..providers import relevance
 from .requests import (
     BadRequest,
     body,
@@ -93,7 +94,8 @@ async def facts(request: Request) -> JSONResponse:
 
 
 async def search(request: Request) -> JSONResponse:
-    """Hybrid search (BM25 + vectors), as `dexai memory search`.
+    """Hybrid search (BM25 + vectors), as `dexai memory search`: only results related to ``q``
+    (a word of it, or ``search.min_similarity``), so ``results`` may be empty.
     ---
     summary: Search memories
     parameters:
@@ -109,8 +111,9 @@ async def search(request: Request) -> JSONResponse:
     q = request.query_params.get("q", "").strip()
     if not q:
         raise BadRequest("query parameter 'q' is required")
-    found = await api.provider.search(q, user_id=user_of(request), filters=_filters(request),
-                                      limit=query_int(request, "limit", 10, 1, 1000))
+    found = await relevance.search(api.provider, q, user_id=user_of(request), filters=_filters(request),
+                                   limit=query_int(request, "limit", 10, 1, 1000),
+                                   floor=relevance.min_similarity(api.settings))
     return JSONResponse({"results": [{"score": r.score, "similarity": r.similarity, "memory": memory_json(r.memory)}
                                      for r in found]})
 

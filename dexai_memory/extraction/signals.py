@@ -40,14 +40,15 @@ Novelty is only computed once the fast signals reach 0.2. Filler ("ok",
 
 :func:`is_filler` and :func:`regex_entities` are the text features the capture
 gate and the offline extractor share; :class:`SignalScorer` adds the signals up
-(:class:`~dexai_memory.capture.gate.Gate` is the scorer built from the settings,
-with optional spaCy NER).
+(:class:`~dexai_memory.capture.gate.Gate` is the scorer built from the settings).
+Entities are regular-expression matches (capitalised runs not at a sentence start,
+acronyms, titles such as "Dr. Smith"): no NER model is loaded.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -55,11 +56,8 @@ from ..config import DEFAULT_GATE_THRESHOLD
 from ..text.words import split_words
 
 __all__ = [
-    "NOVELTY_MIN_SCORE", "WEIGHTS", "GateResult", "NerFunc", "SignalScorer", "is_filler", "regex_entities",
+    "NOVELTY_MIN_SCORE", "WEIGHTS", "GateResult", "SignalScorer", "is_filler", "regex_entities",
 ]
-
-#: A named-entity recogniser: text -> entity strings.
-NerFunc = Callable[[str], Sequence[str]]
 
 #: Score added by each signal; novelty is multiplied by its weight.
 WEIGHTS: dict[str, float] = {
@@ -366,21 +364,15 @@ class GateResult:
 class SignalScorer:
     """Scores a text's memory value (see the module docstring).
 
-    ``threshold`` is ``extraction.gate_threshold`` (0.3 by default); ``ner`` is
-    an optional entity recogniser (see :func:`~dexai_memory.capture.gate.load_ner`)
-    used in addition to the regex.
+    ``threshold`` is ``extraction.gate_threshold`` (0.3 by default).
     """
 
-    def __init__(self, threshold: float = DEFAULT_GATE_THRESHOLD, ner: NerFunc | None = None):
+    def __init__(self, threshold: float = DEFAULT_GATE_THRESHOLD):
         self.threshold = threshold
-        self.ner = ner
 
     def entities(self, text: str) -> list[str]:
-        """Entities of ``text`` (regex, plus NER when configured)."""
-        found = regex_entities(text)
-        if self.ner is not None:
-            found.extend(e for e in self.ner(text) if e not in found)
-        return found
+        """Entities of ``text`` (:func:`regex_entities`)."""
+        return regex_entities(text)
 
     def score(self, text: str, recent: Sequence[str] = ()) -> GateResult:
         """Score ``text`` against the recent turns ``recent`` (oldest first)."""

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from ..errors import MemoryNotFound
 from ..models import Memory, MemoryEvent, SearchFilters, as_utc
+from . import relevance
 from .base import MemoryProvider
 
 
@@ -55,13 +56,15 @@ async def history(provider: MemoryProvider, memory_id: str, *, user_id: str) -> 
 
 
 async def as_of(provider: MemoryProvider, when: datetime | str, *, user_id: str, query: str | None = None,
-                filters: SearchFilters | None = None, limit: int = 20) -> list[Memory]:
+                filters: SearchFilters | None = None, limit: int = 20, floor: float = 0.0) -> list[Memory]:
     """What was valid at ``when``: memories whose validity window contains it
-    (superseded ones included), optionally ranked by ``query``."""
+    (superseded ones included), optionally ranked by ``query`` (those related to it: ``floor``
+    as in :func:`~dexai_memory.providers.relevance.search`)."""
     moment = as_utc(when)
     base = filters or SearchFilters()
     f = SearchFilters(project=base.project, types=base.types, tiers=base.tiers, session_id=base.session_id,
                       valid_only=False, include_archived=True, as_of=moment)
     if query:
-        return [r.memory for r in await provider.search(query, user_id=user_id, filters=f, limit=limit)]
+        return [r.memory for r in await relevance.search(provider, query, user_id=user_id, filters=f, limit=limit,
+                                                           floor=floor)]
     return await provider.list(user_id=user_id, filters=f, limit=limit)

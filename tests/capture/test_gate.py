@@ -10,12 +10,9 @@ from dexai_memory.capture.gate import (
     WEIGHTS,
     Gate,
     is_filler,
-    load_ner,
     regex_entities,
-    spacy_available,
 )
 from dexai_memory.config import load_settings
-from dexai_memory.errors import MissingExtra
 
 SIGNAL_CASES = [
     pytest.param("commitment", "I'll send the report to the team", id="commitment-ill"),
@@ -157,33 +154,12 @@ def test_regex_entities() -> None:
     assert regex_entities("Thanks, Melanie! I went to Paris.") == ["Paris"]
 
 
-def test_ner_callable_adds_entities() -> None:
-    gate = Gate(ner=lambda text: ["the acme corporation"] if "acme" in text else [])
-    result = gate.score("we signed with the acme corporation")
-    assert "entities" in result.signals
-
-
 def test_importing_gate_does_not_import_spacy() -> None:
     import subprocess
 
     code = "import sys, dexai_memory.capture.gate; print('spacy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_load_ner_never_returns_none(tmp_path) -> None:
-    cfg = tmp_path / "m.yaml"
-    cfg.write_text("extraction:\n  spacy: never\n")
-    assert load_ner(load_settings(cfg)) is None
-
-
-@pytest.mark.skipif(spacy_available(), reason="spaCy is installed here")
-def test_load_ner_without_spacy(tmp_path) -> None:
-    assert load_ner(load_settings()) is None  # auto degrades to regex
-    cfg = tmp_path / "m.yaml"
-    cfg.write_text("extraction:\n  spacy: always\n")
-    with pytest.raises(MissingExtra, match="spacy"):
-        load_ner(load_settings(cfg))
 
 
 class _CountingStr(str):
