@@ -285,6 +285,7 @@ def looks_like_junk(text: str) -> bool:
 # --------------------------------------------------------------------------- one replay
 @dataclass
 class Figures:
+    sessions: int = 0
     prompts: int = 0
     injected_tokens: list[int] = field(default_factory=list)
     needed_tokens: list[int] = field(default_factory=list)
@@ -300,6 +301,7 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
     transcript.parent.mkdir(parents=True, exist_ok=True)
     needs = {(n["session"], n["line"]): item for item in labels.items for n in item["needed"]}
     quiet = {(p["session"], p["line"]) for p in labels.no_memory}
+    figures.sessions += 1
     base = {"session_id": sid, "transcript_path": str(transcript), "cwd": str(cwd), "permission_mode": "default"}
     block = plugin.fire("SessionStart", {**base, "source": "startup"})
     tool_uses: dict[str, dict[str, Any]] = {}
@@ -353,7 +355,8 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
             if key in needs:
                 item = needs[key]
                 figures.needed_tokens.append(tokens)
-                stored = [m for m in memories(plugin.home) if matches(m["content"], item["match"])]
+                stored = [m for m in memories(plugin.home)  # what recall can find: this project's, or no project's
+                          if m["project"] in (str(cwd), None) and matches(m["content"], item["match"])]
                 figures.needs.append({
                     "item": item["id"], "kind": item["kind"], "session": session["id"], "line": number,
                     "stored": bool(stored), "stored_current": any(not m["superseded_by"] for m in stored),
@@ -387,7 +390,7 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
     items_stored = {x["item"] for x in needs if x["stored"]}
     return {
         "summary": {
-            "sessions": len(labels.sessions), "prompts": figures.prompts, "compactions": figures.compactions,
+            "sessions": figures.sessions, "prompts": figures.prompts, "compactions": figures.compactions,
             "needs": len(needs), "items": len({x["item"] for x in needs}),
             "needs_stored_pct": round(100 * sum(x["stored"] for x in needs) / n, 1),
             "items_stored_pct": round(100 * len(items_stored) / max(1, len({x['item'] for x in needs})), 1),

@@ -173,7 +173,7 @@ def _commit_from_command(command: str) -> str | None:
         words = command.split()
     for i, w in enumerate(words):
         if w in ("-m", "--message") and i + 1 < len(words):
-            return words[i + 1].splitlines()[0][:200]
+            return (words[i + 1].strip().splitlines() or ["(commit)"])[0][:200]  # -m "" is a commit too
         if w.startswith("--message="):
             return w.split("=", 1)[1][:200]
     return "(commit)"

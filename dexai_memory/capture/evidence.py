@@ -27,33 +27,15 @@ from __future__ import annotations
 import re
 
 from ..models import TOOL_SOURCES, Turn
+from ..text.output import pasted_output
 
-__all__ = ["evidence_kind", "is_session_turn", "pasted_output"]
+__all__ = ["evidence_kind", "is_session_turn"]
 
 #: Hook sources: the turn came from an agent session (Claude Code, the Agent SDK).
 SESSION_SOURCES = ("claude-code:", "agent-sdk:")
 
 _COMMAND = re.compile(r"^\s*/[\w:-]+(\s|$)")
 _INTERRUPTED = re.compile(r"^\s*\[Request interrupted by user.*\]\s*$|^\s*<(local-)?command-|^\s*Caveat: ", re.S)
-#: A line of machine output: log levels, stack frames, test runner lines, prompts, diff and
-#: listing lines, progress counters, key=value dumps.
-_OUTPUT_LINE = re.compile(
-    r"""^\s*(
-        (?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d\d:\d\d)            # timestamps
-      | (?:DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL|TRACE)\b[:\s]  # log levels
-      | Traceback\ \(most\ recent | File\ "[^"]+",\ line\ \d+ | at\ [\w.$<>]+\(.*:\d+\)  # stack frames
-      | \w*(?:Error|Exception)(?::|\s*$)                          # exception lines
-      | (?:platform\ \w+\ --|rootdir:|cachedir:|configfile:|plugins:|collected\ \d+|=+\ .*\ =+$)  # pytest
-      | (?:PASSED|FAILED|SKIPPED|ERROR)\b | \S+::\S+                   # test ids
-      | [$#>]\ \S | \S+@\S+:\S*[$#]\                                # shell prompts
-      | (?:diff\ --git|index\ [0-9a-f]+\.\.|@@\ |\+\+\+\ |---\ )     # diffs
-      | [+-](?![-+\s]*$)\S                                          # diff lines
-      | [d\-l][rwx-]{9}\s | total\ \d+$                            # ls -l
-      | \d+\s*[|│→]                                                 # numbered file lines
-      | (?:Downloading|Installing|Collecting|Building|Compiling|Resolved|Prepared|Installed|Uninstalled)\b
-      | [\w./-]+\.\w+:\d+(?::\d+)?[:\s]                             # path:line: messages
-      | [{}\[\]<>]                                                  # code, JSON, markup
-    )""", re.X)
 
 
 def is_session_turn(turn: Turn) -> bool:
@@ -62,27 +44,6 @@ def is_session_turn(turn: Turn) -> bool:
         return False
     source = turn.metadata.get("source") if turn.metadata else None
     return isinstance(source, str) and source.startswith(SESSION_SOURCES)
-
-
-def pasted_output(text: str) -> bool:
-    """Whether ``text`` is mostly machine output (most of its non-empty lines look like logs,
-    code, diffs or listings, or a fenced block holds most of it)."""
-    stripped = text.strip()
-    if not stripped:
-        return True
-    fenced = sum(len(m.group(0)) for m in re.finditer(r"```.*?(```|\Z)", stripped, re.S))
-    if fenced > 0.7 * len(stripped):
-        return True
-    lines = [ln for ln in stripped.splitlines() if ln.strip()]
-    if len(lines) < 2:
-        return bool(_OUTPUT_LINE.match(stripped)) and len(stripped.split()) > 2 and not _prose(stripped)
-    output = sum(1 for ln in lines if _OUTPUT_LINE.match(ln))
-    return output >= 0.6 * len(lines)
-
-
-def _prose(line: str) -> bool:
-    words = re.findall(r"[A-Za-z]{2,}", line)
-    return len(words) >= 6 and sum(1 for w in words if w.islower()) >= 0.6 * len(words)
 
 
 def evidence_kind(turn: Turn) -> str | None:

@@ -164,3 +164,10 @@ def test_a_short_exchange_with_nothing_done_is_not_an_episode() -> None:
     longer = [prompt(i) for i in range(MIN_DISCUSSION_PROMPTS)]
     episode = build_episode(longer, "s1")
     assert episode is not None and "discussion only" in episode.summary and " " in episode.key
+
+
+def test_a_commit_with_an_empty_message_does_not_lose_the_episode() -> None:
+    from dexai_memory.capture.episodes import _commit_from_command
+
+    assert _commit_from_command('git commit -m ""') == "(commit)"
+    assert _commit_from_command("git commit -m 'fix: the parser\n\nlong body'") == "fix: the parser"

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from dexai_memory.capture.admit import admit
-from dexai_memory.capture.evidence import evidence_kind, pasted_output
+from dexai_memory.capture.evidence import evidence_kind
 from dexai_memory.capture.gate import Gate
 from dexai_memory.models import Turn
+from dexai_memory.text.output import pasted_output, prose_lines
 
 PYTEST_PASTE = """============================= test session starts ==============================
 platform linux -- Python 3.11.7, pytest-8.3.4, pluggy-1.5.0
@@ -81,3 +82,26 @@ def test_pasted_output_is_judged_by_its_lines() -> None:
     assert pasted_output(TRACEBACK)
     assert not pasted_output("Use pnpm, not npm.\nAnd run the linter before you commit.")
     assert not pasted_output("Please look at src/app.ts and the error it prints when the port is taken.")
+
+
+AUDIT_PASTE = """m@book ~ % ~/documents/M-Claude/docs/security-audit-sudo.sh
+
+==============================================
+  M-BOOK Security Audit - Privileged Scan
+==============================================
+[*] Validating sudo access...
+Enter PIN for 'Certificate For PIV Authentication (Yubico PIV Authentication)':
+=== Remote Login (SSH) Status ===
+Remote Login: Off
+1 : /Applications/Mullvad VPN.app/Contents/Resources/mullvad-daemon
+             (Allow incoming connections)
+7 : /usr/bin/python3
+             (Allow incoming connections)"""
+
+
+def test_a_pasted_terminal_session_is_evidence_and_its_lines_are_not_statements() -> None:
+    assert evidence_kind(session_turn(AUDIT_PASTE)) == "pasted output"
+    typed = "the audit found these, keep the firewall rules as they are:\n" + "\n".join(AUDIT_PASTE.splitlines()[5:11])
+    assert prose_lines(typed) == "the audit found these, keep the firewall rules as they are:"
+    short = "never commit without signing.\nuse ps GPG alt"
+    assert prose_lines(short) == short  # two typed lines are left as they are

@@ -211,3 +211,37 @@ def test_a_statement_next_to_a_request_is_kept_alone() -> None:
     notes = said_on("Fix the bug in parser.py. Also, from now on always run the linters before committing.")
     assert [(n.content, n.category) for n in notes] == [
         ("From now on always run the linters before committing.", "instruction")]
+
+
+@pytest.mark.parametrize("said", [
+    "I want you to figure out the router address and ssh into it.",
+    "can you run an eval of your abilities within the terminal",
+    "you run it and prompt me as needed",
+    "update your Claude Code app shortcut",
+    "Please provide the specific aerospace.toml configuration commands.",
+    "Analyze the features of the AeroSpace window manager and compare them to Cosmic.",
+    "Install all necessary tools:",
+    "Commit and push all changes to M-Claude.",
+])
+def test_requests_for_the_task_at_hand_are_not_memories(said: str) -> None:
+    assert notes_of(said) == []
+
+
+def test_an_order_that_changes_a_named_thing_is_kept_dated() -> None:
+    [(kind, text, _, category)] = notes_of("remove all trace of RDP")
+    assert kind == "FACT" and category == "decision"
+    assert text.startswith("The user asked to remove all trace of RDP (on ")
+
+
+def test_the_lines_of_a_pasted_report_are_not_the_users_statements() -> None:
+    report = "\n".join([
+        "here is what the audit script does, keep it:",
+        "Checks for unsigned binaries in /Applications.",
+        "Lynis - Industry-standard UNIX security auditor with macOS support.",
+        "Runs osquery queries for running processes and launch agents.",
+        "Executive Summary: High-level overview of security posture.",
+        "DNS resolution failures.",
+        "Never commit the audit output, it holds host names.",
+    ])
+    notes = notes_of(report)
+    assert [(n[1], n[3]) for n in notes] == [("Never commit the audit output, it holds host names.", "warning")]

@@ -72,6 +72,7 @@ from datetime import UTC, datetime, time
 
 from ...models import Commitment, ExtractedNote, MemoryType, Turn
 from ...text.dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
+from ...text.output import prose_lines
 from ...text.redaction import redact
 from ..base import Extractor
 from ..signals import SignalScorer, is_filler, regex_entities
@@ -110,7 +111,9 @@ from .sentences import (
     upper_first,
 )
 from .session_rules import (
+    ASK_YOU,
     BEFORE_WE_START,
+    CHANGE_ORDER,
     CHATTER,
     DECISION_IMPORTANCE,
     FORWARD_CUE,
@@ -128,6 +131,7 @@ from .session_rules import (
     SESSION_FLOORS,
     SESSION_MAX_IMPORTANCE,
     SESSION_PREFERENCE,
+    STANDING,
     TO_VERB,
     VAGUE_SUBJECT,
     WARNING_IMPORTANCE,
@@ -325,7 +329,11 @@ class OfflineExtractor(Extractor):
         notes: list[ExtractedNote] = []
         kept = False  # whether the previous sentence gave a note
         text = FENCED.sub("\n", text)  # pasted code, configs and logs are not statements
-        text = "\n".join(line for line in text.split("\n") if not INDENTED.match(line))
+        text = prose_lines("\n".join(line for line in text.split("\n") if not INDENTED.match(line)))
+        # a list of three lines or more is mostly pasted or drafted for the task at hand: only an
+        # explicit standing order in it ("Always ...", "Never ...") is an instruction or warning
+        lines = sum(1 for line in text.split("\n") if line.strip())
+        listed = lines >= 3
         for raw in split_sentences(text):
             if CODE_OR_LOG.match(raw.strip()) or symbol_heavy(raw):
                 kept = False
@@ -336,14 +344,20 @@ class OfflineExtractor(Extractor):
                 if len(more) > 1:
                     notes[-1] = replace(prev, content=prev.content.rstrip(".") + "; " + more[:1].lower() + more[1:])
                 continue
-            note = self._session_note(raw, turn, rewrite, anchor)
+            note = self._session_note(raw, turn, rewrite, anchor, listed=listed, pasted=lines >= 6)
             kept = note is not None
             if note is not None:
                 notes.append(note)
         return notes
 
-    def _session_note(self, raw: str, turn: Turn, rewrite: Rewriter, anchor: datetime | None) -> ExtractedNote | None:
-        """A note of one sentence of an assistant session's user (see "The session's user" in the module doc)."""
+    def _session_note(self, raw: str, turn: Turn, rewrite: Rewriter, anchor: datetime | None, *,
+                      listed: bool = False, pasted: bool = False) -> ExtractedNote | None:
+        """A note of one sentence of an assistant session's user (see "The session's user" in the
+        module doc); ``listed``: the sentence is one line of a list (three lines or more);
+        ``pasted``: of a long one (six or more), where only what the user says of themselves or
+        the team is theirs."""
+        if raw.rstrip().endswith(":"):
+            return None  # a heading or the lead-in of a list: "Install all necessary tools:"
         sentence = clean_sentence(raw, keep_code=True)
         while True:  # "Remember this: ...", "FYI, ...": the label is not part of the fact
             label = LABEL.match(sentence)
@@ -357,7 +371,7 @@ class OfflineExtractor(Extractor):
             return None
         if len(content_words(sentence)) < self.min_content_words:
             return None
-        if not sentence.endswith("?"):
+        if not sentence.endswith("?") and not (listed and not STANDING.match(sentence)):
             for category, body in (warning_body(sentence), instruction_body(sentence, anchor)):
                 if category is not None and len(content_words(body)) >= self.min_content_words:
                     return self._rule_note(category, body, turn, rewrite)
@@ -375,9 +389,17 @@ class OfflineExtractor(Extractor):
                 return None
             sentence = statement
         sentence = REMIND.sub(lambda m: f"I want to be reminded {m.group(1) or m.group(2)}", sentence)
-        if CHATTER.match(sentence) or IMPERATIVE.match(sentence) or REQUEST.match(sentence):
-            return None  # thinking aloud, advice, or a request for now ("Show me the diff")
+        change = CHANGE_ORDER.match(sentence)
+        if change is not None and (regex_entities(sentence) or re.search(r"[/\\]|\b[A-Z]{2,}\b", sentence)):
+            # "remove all trace of RDP": what the user had changed on a named thing stays true
+            return self._fact_note(f"The user asked to {lower_first(sentence, (), sentence)}", turn, rewrite, anchor,
+                                   category="decision", floor=DECISION_IMPORTANCE, past=True, stamp=True)
+        if CHATTER.match(sentence) or IMPERATIVE.match(sentence) or REQUEST.match(sentence) \
+                or ASK_YOU.match(sentence):
+            return None  # thinking aloud, advice, or a request for now ("Show me the diff", "can you ...")
         first_person = bool(FIRST_PERSON.search(sentence))
+        if pasted and not first_person and not re.search(r"\b(?:we|our|us)\b", sentence, re.I):
+            return None  # a line of a pasted report or list ("Checks for unsigned binaries"), not the user's
         if not first_person:
             if VAGUE_SUBJECT.match(sentence):
                 return None  # "It works now": not a self-contained fact
@@ -414,7 +436,8 @@ class OfflineExtractor(Extractor):
                              entities=("The user",) + entities, commitment=commitment, category="goal")
 
     def _fact_note(self, sentence: str, turn: Turn, rewrite: Rewriter, anchor: datetime | None, *,
-                   category: str | None = None, floor: int = 0, past: bool = False) -> ExtractedNote | None:
+                   category: str | None = None, floor: int = 0, past: bool = False,
+                   stamp: bool = False) -> ExtractedNote | None:
         """A statement of the session's user: about themselves, the team, the project or a person."""
         name = "The user"
         first_person = bool(FIRST_PERSON.search(sentence))
@@ -436,6 +459,8 @@ class OfflineExtractor(Extractor):
         content = finish(session_grammar(rewrite(dated)))
         if len(content) < 8:
             return None
+        if stamp and anchor is not None:  # when it was asked for: the next order may undo it
+            content = content[:-1] + f" (on {format_day(anchor.date())})."
         entities = tuple(dict.fromkeys(([name] if first_person else []) + regex_entities(dated)))
         verdict = self.gate.score(sentence)
         if category is None and verdict.score < self.gate.threshold and len(split_sentences(turn.content)) > 1:

@@ -36,7 +36,29 @@ REQUEST = re.compile(
     r"make|split|convert|tidy|update|remove|delete|create|implement|run|show|list|check|find|change|move|clean|"
     r"format|generate|build|test|debug|review|describe|help|give|tell|open|read|edit|improve|optimi[sz]e|rewrite|"
     r"document|print|install|set|bump|merge|revert|commit|push|translate|compare|draft|outline|search|look|"
-    r"try|continue|go|start|stop|undo|redo|paste|copy|extract|port|migrate|wrap|rerun|re-run|see|ship|let)\b",
+    r"try|continue|go|start|stop|undo|redo|paste|copy|extract|port|migrate|wrap|rerun|re-run|see|ship|let|analy[sz]e|"
+    r"investigate|research|evaluate|audit|troubleshoot|diagnose|scan|resume|verify|validate|figure|plan|provide|"
+    r"publish|sync|pull|fetch|upgrade|download|configure|config|setup|inspect|identify|summon|locate)\b",
+    re.I,
+)
+#: An explicit standing order or warning: kept even as one line of a list.
+STANDING = re.compile(r"^(?:please\s+)?(?:always|never|don'?t ever|do not ever|from now on|going forward|make sure|"
+                      r"whenever|every time|by default|remember to|warning|heads up|careful)\b", re.I)
+#: A request addressed to the assistant for the task at hand ("I want you to ...", "can you ...",
+#: "you run it"): not a statement about the user or the project.
+ASK_YOU = re.compile(
+    r"^(?:(?:and|so|ok|okay|now|then)\s+)*(?:I\s+(?:want|need|would like|'d like)\s+(?:you|u)\s+to|"
+    r"(?:can|could|would|will|should)\s+(?:you|u|we)\b|(?:you|u)\s+(?:run|do|sudo|check|fix|try|go|need|should|can|"
+    r"will|must)\b|(?:please\s+)?(?:ssh|cd|sudo)\s|(?:please\s+)?[a-z]+\s+your\b|"
+    r"please\s+(?!always|never|remember|make sure|don'?t|do not))",
+    re.I,
+)
+#: An order that changes a named thing for good ("uninstall all traces of AdGuard", "remove all
+#: trace of RDP", "disable the cellular module", "move the files into projects/Zima"): kept, dated,
+#: as what the user had done (when it names something: a name, an acronym, a path).
+CHANGE_ORDER = re.compile(
+    r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+)*(?:uninstall|remove|disable|enable|delete|purge|move|"
+    r"rename|migrate|switch|replace|block|unblock|deprecate|drop)\s+(?:all\s+)?(?:traces?\s+of\s+)?\S",
     re.I,
 )
 _DECISION = re.compile(
@@ -80,7 +102,7 @@ _IMPERATIVE_VERB = re.compile(
 )
 #: What makes an imperative a standing order rather than a request for now.
 _STANDING_CUE = re.compile(
-    r"\b(?:every|each|all|any|always|never|whenever|from now on|going forward|instead of|rather than|everywhere|"
+    r"\b(?:every|each|always|never|whenever|from now on|going forward|instead of|rather than|everywhere|"
     r"by default|at most|at least|no more|unless|in this (?:repo|project|codebase)|new)\b|,\s*(?:not|no|never)\b",
     re.I,
 )
