@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from dexai_memory.capture.admit import redact_turn
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Tier, Turn, is_tool_origin
@@ -193,10 +194,15 @@ async def _webfetch_session(provider: NativeProvider, settings: Settings) -> tup
              session_id="s1", metadata={"source": "claude-code:tool-toolu_01", "tool": "WebFetch"}),
     ]
     pipeline = Pipeline(provider, settings, extractor=OfflineExtractor())
-    for turn in turns:
-        clean, _ = pipeline.admit(turn)
-        assert clean is not None
-        await pipeline.process([(clean, ())])
+    clean, _ = pipeline.admit(turns[0])
+    assert clean is not None
+    await pipeline.process([(clean, ())])
+    # a tool result is evidence now (never extracted: capture.evidence); a store written before
+    # that rule still holds notes taken from one, stored as the pipeline stored them then
+    page = redact_turn(turns[1])
+    assert page is not None and (await pipeline.process([(page, ())])).extracted == 0
+    for note in await pipeline.extractor.extract([page]):
+        await pipeline.store_note(note, [page])
     return pipeline, turns
 
 
