@@ -242,11 +242,12 @@ _SIGNAL_SOURCES: dict[str, _Source] = {
     # a change of how things are: a new value, an end, a rename, a move ("now" only after a subject that
     # is not "it" / "that": "it works now" is an acknowledgement)
     "change": _Source(
-        r"\b(?:quit|quits|quitting|renamed|renaming|no\s+longer|not\b[^.!?,;]{0,40}\bany\s?more|anymore|"
+        r"(?<!\bto\s)(?<!then\s)(?<!\band\s)(?<!please\s)(?<![(\[])\b(?:quit|quits|quitting)\b|\b(?:renamed|renaming|no\s+longer|not\b[^.!?,;]{0,40}\bany\s?more|anymore|"
         r"switched|moved\s+(?:to|from|in|into|out|over|back|away|up|down)|(?:given|gave|giving)\s+up|"
         r"stopped\s+\w+ing|replaced|rescheduled|postponed|"
         r"changed\s+(?:jobs?|teams?|careers?|(?:my|our)\s+mind|(?:(?:my|our|the)\s+)?[\w-]+\s+(?:\w+\s+)?(?:to|from))|"
-        r"(?:is|are|'s|'re|am)\s+now|now\s+(?:is|are|runs?|points?|uses?|lives?|works?|goes|meets?|starts?|"
+        r"(?<!\bit\s)(?<!that\s)(?<!this\s)(?<!there\s)(?:is|are|am)\s+now|"
+        r"(?<!\bit)(?<!that)(?<!there)(?:'s|'re)\s+now|(?<!\bit\s)(?<!that\s)(?<!this\s)now\s+(?:is|are|runs?|points?|uses?|lives?|works?|goes|meets?|starts?|"
         r"happens?|takes?|has|have|owns?|leads?|handles?|belongs?|sits?|costs?|drives?|ships?|deploys?)|"
         r"these\s+days)\b|"
         r"^(?:i|we|i'm|we're|my|our)\s+(?!(?:see|get|got|know|understand|think|guess|done|back|ready|good|fine|ok|"
