@@ -379,7 +379,7 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     """
     now = now or utcnow()
     p_budget, r_budget, c_budget, s_budget = budgets
-    seen: set[str] = {i.memory.id for i in head_items}
+    seen: set[str] = {m.id for i in head_items for m in (i.memory, *i.companions)}
     companions: dict[str, tuple[Memory, ...]] = {}
 
     def fresh(ms: Sequence[Memory]) -> list[Memory]:

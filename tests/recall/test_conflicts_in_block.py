@@ -88,6 +88,20 @@ async def test_the_session_block_shows_the_pair_once(provider: NativeProvider, s
                                 settings.l1_block.commitments_tokens, settings.l1_block.session_tokens)) + 40
 
 
+async def test_the_persistent_context_at_session_start_shows_the_pair_once(provider: NativeProvider,
+                                                                           settings: Settings) -> None:
+    """Important enough to be standing knowledge: the SessionStart block (no prompt yet) opens with
+    the persistent context, which shows the pair together, and nothing below repeats either side."""
+    old, new = await _said_apart(provider, settings)
+    for m in (old, new):
+        await provider.update(m.id, user_id="u", importance=8)
+    block = await l1_block(provider, "u", settings, query=None, now=NOW)
+    lines = _lines(block.text)
+    assert len(lines) == 2 and "cats" in lines[0] and "peanuts" in lines[1], block.text
+    assert all(CONFLICT_MARK in line for line in lines)
+    assert {m.id for m in block.shown} >= {old.id, new.id}
+
+
 async def test_a_resolved_contradiction_shows_only_the_winner(provider: NativeProvider, settings: Settings) -> None:
     old, new = await _said_apart(provider, settings)
     assert provider.contradiction_log is not None
