@@ -35,6 +35,22 @@ deadline               0.2     due, by the 15th, has to be ready by, the review
                                is on March 12, the plumber is coming
 =====================  ======  ===============================================
 
+and, for short statements of how things are and how they changed (each only in a
+statement: never in a question or a request such as "run the tests now"):
+
+=====================  ======  ===============================================
+signal                 weight  examples
+=====================  ======  ===============================================
+change                 0.3     I quit coffee, we renamed develop to trunk, I no
+                               longer play, I'm not vegan anymore, switched,
+                               moved to, gave up, staging now points to db-7
+habit                  0.2     every morning, on weekends, weekly, twice a week,
+                               in the evenings, runs at midnight
+statement              0.1     a first-person present-tense statement of three
+                               words or more: I take the bus to work, we use npm
+amount                 0.3     a sum of money: 5000 euros, $40 a month
+=====================  ======  ===============================================
+
 Novelty is only computed once the fast signals reach 0.2. Filler ("ok",
 "thanks", "got it", emoji only) scores exactly 0.
 
@@ -56,7 +72,8 @@ from ..config import DEFAULT_GATE_THRESHOLD
 from ..text.words import split_words
 
 __all__ = [
-    "NOVELTY_MIN_SCORE", "WEIGHTS", "GateResult", "SignalScorer", "is_filler", "regex_entities",
+    "NOVELTY_MIN_SCORE", "STATEMENT_ONLY", "WEIGHTS", "GateResult", "SignalScorer", "is_filler",
+    "is_question_or_request", "regex_entities",
 ]
 
 #: Score added by each signal; novelty is multiplied by its weight.
@@ -77,7 +94,14 @@ WEIGHTS: dict[str, float] = {
     "technical": 0.3,
     "deadline": 0.2,
     "specific_day": 0.1,
+    "change": 0.3,
+    "habit": 0.2,
+    "statement": 0.1,
+    "amount": 0.3,
 }
+#: Signals that only count in a statement: a question or a request ("move the meeting to 4pm",
+#: "run it now") says nothing about how things are.
+STATEMENT_ONLY = frozenset(("change", "habit", "statement", "amount"))
 #: Fast-signal score from which entity novelty is computed.
 NOVELTY_MIN_SCORE = 0.2
 
@@ -125,16 +149,17 @@ _SIGNAL_SOURCES: dict[str, _Source] = {
         r"(?:\d+|a|an|one|two|three|four|five|six|few|couple\s+of)\s+(?:days?|weeks?|months?|years?)\s+ago|"
         r"in\s+(?:\d+|a|an|one|two|three|a\s+few)\s+(?:days?|weeks?|months?|years?)|"
         r"(?:january|february|march|april|june|july|august|september|october|november|december)|"
-        r"(?:19|20)\d{2}|deadline|birthday|anniversary|recently|lately|soon|since\s+(?:we|I)\s+last|the\s+other\s+day|ago|years?\s+old|"
+        r"(?:19|20)\d{2}|midnight|noon|deadline|birthday|anniversary|recently|lately|soon|since\s+(?:we|I)\s+last|the\s+other\s+day|ago|years?\s+old|"
         r"the\s+\d{1,2}(?:st|nd|rd|th)|end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year))\b",
         re.I,
     ),
     "factual": _Source(
-        rf"\bI(?:'m|\s+am){_ADV}\s+(?:a|an|the|from|at|in|on|married|single|divorced|engaged|pregnant|retired|"
+        rf"\bI(?:'m|\s+am){_ADV}(?:\s+not)?\s+(?:a|an|the|from|at|in|on|married|single|divorced|engaged|pregnant|retired|"
         r"vegan|vegetarian|\d+|studying|working|learning|training|volunteering|taking|starting|moving|writing|"
         r"reading|building|doing|running|playing|teaching)\b|"
         rf"{_I}{_ADV}\s+(?:work|live|have|own|study|teach|volunteer|take|go|play|run|do|make|use|help|write|"
         r"read|paint|cook|bake|train|practice|practise|walk|hike|visit|attend|spend|try|collect|keep|"
+        r"drink|eat|commute|drive|cycle|bike|ride|wear|speak|smoke|swim|meditate|sleep|wake|"
         r"(?:was|were)\s+born|grew\s+up|"
         r"'ve\s+(?:been|got|had|started|finished|decided|always|never)|\w{3,}ed|" + _IRREGULAR_PAST + r")\b|"
         rf"\bI(?:'m|\s+am){_ADV}\s+\w{{2,}}ing\b|\b(?:I|we)(?:'ve|\s+have|'d|\s+had)\s+(?:been|got|had|\w{{3,}}ed|done|made|taken|seen|"
@@ -142,7 +167,7 @@ _SIGNAL_SOURCES: dict[str, _Source] = {
         r"\b(?:I|we)\s+(?:was|were)\s+(?:a|an|the|in|at|on|born|raised|\w{3,}ing|\w{3,}ed)\b|"
         r"(?:^|[.!?]\s+)(?:just\s+|recently\s+|finally\s+|also\s+)?(?:been|got|joined|started|picked|finished|went|"
         r"had|made|took|bought|visited|tried|learned|signed\s+up)\b|"
-        r"\bmy\s+name\s+is\b|\bmy\s+[a-z]+\s+(?:is|are)\s+(?:a|an|the|on|in|at|with|from|called|named)\b|\bI(?:'ve|\s+have)\s+(?:got|been)\b|\b(?:I|we)\s+(?:just\s+)?(?:started|joined|moved|graduated|adopted)\b",
+        r"\bmy\s+name\s+is\b|\bmy\s+(?:[a-z]+\s+){1,2}(?:now\s+)?(?:is|are)\s+(?:a|an|the|on|in|at|with|from|called|named)\b|\bI(?:'ve|\s+have)\s+(?:got|been)\b|\b(?:I|we)\s+(?:just\s+)?(?:started|joined|moved|graduated|adopted)\b",
         re.I,
     ),
     # "my doctor", "our project": any possessed noun except set phrases ("my god", "my pleasure")
@@ -181,7 +206,9 @@ _SIGNAL_SOURCES: dict[str, _Source] = {
     ),
     "ownership": _Source(
         r"\b(?:owns|owner|maintains|maintainer|responsible\s+for|in\s+charge\s+of|leads|led\s+by|tech\s+lead|"
-        r"team\s+lead|manager|on-call|on\s+call|reviews|belongs\s+to|approves?|cofounder|co-founder)\b",
+        r"team\s+lead|manager|on-call|on\s+call|reviews|belongs\s+to|approves?|cofounder|co-founder|"
+        r"(?:took|takes|taking|has\s+taken)\s+over|(?:on|in|joined|part\s+of)\s+the\s+(?:[\w-]+\s+){1,2}(?:team|squad|shift|"
+        r"crew|group|committee|board|band|club|choir|league))\b",
         re.I,
     ),
     "goal": _Source(r"\b(?:goal|objective|aim|target|working\s+towards?|trying\s+to)\b", re.I),
@@ -212,6 +239,48 @@ _SIGNAL_SOURCES: dict[str, _Source] = {
         r"may|jun|jul|aug|sep|oct|nov|dec))\b",
         re.I,
     ),
+    # a change of how things are: a new value, an end, a rename, a move ("now" only after a subject that
+    # is not "it" / "that": "it works now" is an acknowledgement)
+    "change": _Source(
+        r"(?<!\bto\s)(?<!then\s)(?<!\band\s)(?<!please\s)(?<![(\[])\b(?:quit|quits|quitting)\b|\b(?:renamed|renaming|no\s+longer|not\b[^.!?,;]{0,40}\bany\s?more|anymore|"
+        r"switched|moved\s+(?:to|from|in|into|out|over|back|away|up|down)|(?:given|gave|giving)\s+up|"
+        r"stopped\s+\w+ing|replaced|rescheduled|postponed|"
+        r"changed\s+(?:jobs?|teams?|careers?|(?:my|our)\s+mind|(?:(?:my|our|the)\s+)?[\w-]+\s+(?:\w+\s+)?(?:to|from))|"
+        r"(?<!\bit\s)(?<!that\s)(?<!this\s)(?<!there\s)(?:is|are|am)\s+now|"
+        r"(?<!\bit)(?<!that)(?<!there)(?:'s|'re)\s+now|(?<!\bit\s)(?<!that\s)(?<!this\s)now\s+(?:is|are|runs?|points?|uses?|lives?|works?|goes|meets?|starts?|"
+        r"happens?|takes?|has|have|owns?|leads?|handles?|belongs?|sits?|costs?|drives?|ships?|deploys?)|"
+        r"these\s+days)\b|"
+        r"^(?:i|we|i'm|we're|my|our)\s+(?!(?:see|get|got|know|understand|think|guess|done|back|ready|good|fine|ok|"
+        r"okay|here|sure|confused|stuck|lost|going|gonna|need|want)\b)[^?]*(?<!\bfor)(?<!right)(?<!\bjust)\s+now\s*[.!,]?\s*$",
+        re.I,
+    ),
+    # routines and schedules: how often, at what time of day
+    "habit": _Source(
+        r"\b(?:every|each)\s+(?:other\s+)?(?:morning|afternoon|evening|night|day|week|month|year|weekend|weekday|"
+        r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|sprint|quarter|hour|\d+\s+\w+)|"
+        r"\bon\s+(?:the\s+)?(?:weekends|weekdays|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|"
+        r"\b(?:daily|weekly|monthly|nightly|fortnightly|biweekly|yearly|annually)\b|"
+        r"\b(?:once|twice|\w+\s+times)\s+a\s+(?:day|week|month|year)\b|"
+        r"\bin\s+the\s+(?:mornings?|afternoons?|evenings?)|\b(?:mornings|evenings|nights)\b|"
+        r"\b(?:runs?|starts?|meets?|happens?|is|are|opens?|closes?)\s+(?:now\s+)?at\s+(?:\d|midnight|noon)",
+        re.I,
+    ),
+    # "I take the bus to work", "we use npm": a first-person statement in the present tense (not a
+    # thought, a wish, a question or a report on the task at hand: "I think", "I have a question")
+    "statement": _Source(
+        rf"(?:^|[.!?;]\s+)(?:i|we){_ADV}\s+(?!(?:think|guess|mean|see|know|agree|wonder|suppose|understand|believe|feel|hope|"
+        r"want|need|get|got|can|could|would|should|will|might|must|may|did|do|does|don't|dont|didn't|can't|"
+        r"cannot|won't|just|am|was|were|\w+ed|" + _IRREGULAR_PAST + r"|"
+        r"have\s+(?:a|an|one|two|some|no|another)\s+(?:\w+\s+)?(?:question|idea|issue|problem|error|bug|doubt|"
+        r"concern|clue|request|suggestion)))[a-z]{2,}(?:\s+[\w'-]+){1,}|"
+        rf"(?:^|[.!?;]\s+)i(?:'m|\s+am){_ADV}\s+(?:learning|studying|training|practicing|practising|volunteering|teaching|"
+        r"working\s+(?:as|at|for))\b",
+        re.I,
+    ),
+    "amount": _Source(
+        r"[$€£]\s?\d|\b\d[\d,.]*\s*k?\s*(?:euros?|eur|dollars?|usd|gbp|pounds|bucks|yen|francs?|chf|kr|sek|nok|dkk)\b",
+        re.I,
+    ),
 }
 
 def _lowered(source: _Source) -> re.Pattern[str]:
@@ -236,7 +305,7 @@ _SIGN_OFF = re.compile(r"\b(?:see|talk to|catch|speak to)\s+(?:you|ya)\b|\bbye\b
 _TIME_WORDS = (
     "yesterday today tonight tomorrow weekend weekends week weeks month months year years time day days morning "
     "night evening monday tuesday wednesday thursday friday saturday sunday january february march april june "
-    "july august september october november december deadline birthday anniversary recently lately soon ago "
+    "july august september october november december midnight noon deadline birthday anniversary recently lately soon ago "
     "old other last end"
 )
 #: A signal's regex only runs when the text holds one of its trigger words (cheap set test).
@@ -265,7 +334,7 @@ _TRIGGERS: dict[str, frozenset[str]] = {
         "decided decision chose chosen opted settled agreed going went let's lets switching switched".split()),
     "ownership": frozenset(
         "owns owner maintains maintainer responsible charge leads led lead manager on-call on reviews belongs "
-        "approve approves cofounder co-founder".split()),
+        "approve approves cofounder co-founder over in joined part".split()),
     "goal": frozenset("goal objective aim target working trying".split()),
     "deadline": frozenset(
         "due deadline expire expires by on has have must appointment interview meeting flight call review exam "
@@ -275,9 +344,42 @@ _TRIGGERS: dict[str, frozenset[str]] = {
         "pipeline build ci frontend backend config bucket index pool worker workers queue cache branch suite "
         "system gateway schema site sdk cli stack infra environment staging prod production".split()),
 }
+_TRIGGERS.update({
+    "change": frozenset(
+        "quit quits quitting renamed renaming longer anymore any switched moved given gave giving stopped replaced "
+        "rescheduled postponed changed now days".split()),
+    "habit": frozenset(
+        "every each weekends weekdays mondays tuesdays wednesdays thursdays fridays saturdays sundays daily weekly "
+        "monthly nightly fortnightly biweekly yearly annually once twice times mornings afternoons evenings nights "
+        "morning afternoon evening at".split()),
+    "statement": frozenset("i we i'm".split()),
+})
 #: The technical signal's cues are not words: its regex runs when the text holds a backtick, a slash,
 #: a digit or a dot inside a word.
 _TECHNICAL_HINT = re.compile(r"[`/\d]|\.\w")
+_AMOUNT_HINT = re.compile(r"[$€£\d]")
+#: A question: a question mark, or a question word first.
+_QUESTION = re.compile(r"\?|^(?:what|why|how|when|where|who|which|whose|can|could|would|should|will|shall|is|are|"
+                       r"was|were|do|does|did|have|has|may|might|am|any|anything)\b")
+#: A request for now: the text opens with a verb in the imperative (after "ok", "so", "now" ...).
+_REQUEST = re.compile(
+    r"^(?:please|pls|kindly|let's|lets|run|rerun|re-run|fix|try|show|make|check|add|remove|delete|update|change|use|"
+    r"go|open|read|write|create|move|rename|switch|install|test|build|deploy|look|find|explain|tell|give|put|set|"
+    r"stop|start|keep|continue|undo|revert|commit|push|merge|do|don't|reschedule|cancel|replace|drop|quit|send|"
+    r"call|book|schedule|help|take|get|print|list|refactor|implement|debug|skip|ignore|wait|hold|retry|redo|"
+    r"clean|format|lint|review|compare|summarize|summarise|describe|document|generate|search|grep|can|could|"
+    r"would|will|remember|note|save|store|forget)\b")
+_LEAD_IN = re.compile(r"^(?:(?:ok(?:ay)?|so|and|but|well|oh|hey|yeah|alright|now|then|also|just|great|cool|thanks)"
+                      r"\b[\s,.!:;-]*)+")
+
+
+def is_question_or_request(low: str) -> bool:
+    """Whether lower-cased ``low`` asks something or asks for something now (a question, an imperative)
+    rather than stating how things are."""
+    low = low.strip()
+    if _QUESTION.search(low):
+        return True
+    return bool(_REQUEST.match(_LEAD_IN.sub("", low)))
 _DIGIT = re.compile(r"\d")
 
 
@@ -385,10 +487,16 @@ class SignalScorer:
             if name == "technical":
                 if not _TECHNICAL_HINT.search(low):
                     continue
+            elif name == "amount":
+                if not _AMOUNT_HINT.search(low):
+                    continue
             elif tokens.isdisjoint(_TRIGGERS[name]) and not (name == "temporal" and _DIGIT.search(low)):
                 continue
             if pattern.search(low):
                 signals[name] = WEIGHTS[name]
+        if not STATEMENT_ONLY.isdisjoint(signals) and is_question_or_request(low):
+            for name in STATEMENT_ONLY:
+                signals.pop(name, None)
         if _SPECIFIC_DAY.search(low) and len(tokens) >= 4 and not _SIGN_OFF.search(low):
             signals.setdefault("temporal", WEIGHTS["temporal"])
             signals["specific_day"] = WEIGHTS["specific_day"]

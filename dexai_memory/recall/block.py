@@ -23,6 +23,13 @@ back by relevance, marked "(from tool output ...)" (:func:`display_text`). Every
 :data:`MAX_INJECTION_CHARS` (Claude Code caps hook output at 10,000 characters).
 Token counts use :func:`dexai_memory.text.tokens.count_tokens` (the one counter).
 
+When two current memories are in an open contradiction (recorded by supersession for
+review, :mod:`dexai_memory.supersession.contradictions`), a block that shows one shows
+both, together, each with the day it was said and newest first, marked
+:data:`CONFLICT_MARK` (:func:`conflict_group`): the block does not pick a side
+the user has not picked. :func:`open_conflicts` finds them for the memories of a block
+(:attr:`BlockInputs.conflicts`); the pair counts as one line against the section's budget.
+
 This module is stdlib-only (models + tokens): the command-hook fast path
 (:mod:`dexai_memory.hooks.client`) renders blocks with it without loading numpy
 or SQLite extensions. :func:`compose_block` formats already chosen memories and
@@ -177,6 +184,8 @@ class BlockItem:
     section: str
     line: str
     score: float | None = None
+    #: Memories shown with this one: the other side of an open contradiction (:func:`conflict_group`).
+    companions: tuple[Memory, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +200,11 @@ class L1Block:
     def memories(self) -> tuple[Memory, ...]:
         """Every memory that made it into the text, in order."""
         return tuple(i.memory for i in self.items)
+
+    @property
+    def shown(self) -> tuple[Memory, ...]:
+        """Every memory whose text is in the block, the other sides of open contradictions included."""
+        return tuple(m for i in self.items for m in (i.memory, *i.companions))
 
     def section(self, name: str) -> list[Memory]:
         """The memories of one section ('profile', 'relevant', 'commitments', 'session')."""
@@ -213,6 +227,8 @@ class BlockInputs:
     session: Sequence[Memory] = ()
     #: Scores of relevant memories by id (reported back with the block).
     scores: dict[str, float] = field(default_factory=dict)
+    #: For a memory's id, the current memories it is in an open contradiction with (:func:`open_conflicts`).
+    conflicts: dict[str, tuple[Memory, ...]] = field(default_factory=dict)
 
 
 _YEAR = re.compile(r"\b(?:1[89]|2[01])\d\d\b")
@@ -247,6 +263,22 @@ def memory_line(m: Memory) -> str:
     text = display_text(m)
     when = m.metadata.get("event_date") if m.metadata else None
     return f"- {text} ({when})" if when and str(when) not in text and not _YEAR.search(text) else f"- {text}"
+
+
+#: How a memory in an open contradiction is marked in the block.
+CONFLICT_MARK = "conflicting, unresolved: see `dexai memory conflicts`"
+
+
+def said_on(m: Memory) -> str:
+    """The day ``m`` was said (its ``valid_from``, else when it was stored), as YYYY-MM-DD."""
+    return (m.valid_from or m.created_at).date().isoformat()
+
+
+def conflict_group(memories: Sequence[Memory]) -> str:
+    """Memories in an open contradiction as consecutive list lines, newest first, each with the day it
+    was said and :data:`CONFLICT_MARK`."""
+    ordered = sorted(memories, key=lambda m: ((m.valid_from or m.created_at).timestamp(), m.id), reverse=True)
+    return "\n".join(f"- {display_text(m)} (said {said_on(m)}; {CONFLICT_MARK})" for m in ordered)
 
 
 def _due(m: Memory) -> datetime | None:
@@ -307,9 +339,10 @@ def commitments_due_soon(memories: Sequence[Memory], *, days: int, now: datetime
     return [m for _, m in out]
 
 
-def _fit(section: str, lines: Sequence[tuple[Memory, str]], budget: int,
-         scores: dict[str, float]) -> tuple[list[str], list[BlockItem]]:
-    """Title + the lines that fit ``budget`` tokens (a first line too long is truncated)."""
+def _fit(section: str, lines: Sequence[tuple[Memory, str]], budget: int, scores: dict[str, float],
+         companions: dict[str, tuple[Memory, ...]] | None = None) -> tuple[list[str], list[BlockItem]]:
+    """Title + the lines that fit ``budget`` tokens (a first line too long is truncated). An open
+    contradiction's lines (a memory with ``companions``) are one entry: in or out together."""
     title = SECTION_TITLES[section]
     used = count_tokens(title)
     out: list[str] = []
@@ -317,14 +350,14 @@ def _fit(section: str, lines: Sequence[tuple[Memory, str]], budget: int,
     for memory, line in lines:
         cost = count_tokens(line)
         if used + cost > budget:
-            if out or budget - used <= 8:
-                continue  # a shorter later line may still fit
+            if out or budget - used <= 8 or memory.id in (companions or {}):
+                continue  # a shorter later line may still fit; a contradiction is never shown cut
             line = truncate_to_tokens(line, budget - used)
             if not line:
                 continue
             cost = count_tokens(line)
         out.append(line)
-        items.append(BlockItem(memory, section, line, scores.get(memory.id)))
+        items.append(BlockItem(memory, section, line, scores.get(memory.id), (companions or {}).get(memory.id, ())))
         used += cost
     return ([title, *out], items) if out else ([], [])
 
@@ -346,7 +379,8 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     """
     now = now or utcnow()
     p_budget, r_budget, c_budget, s_budget = budgets
-    seen: set[str] = {i.memory.id for i in head_items}
+    seen: set[str] = {m.id for i in head_items for m in (i.memory, *i.companions)}
+    companions: dict[str, tuple[Memory, ...]] = {}
 
     def fresh(ms: Sequence[Memory]) -> list[Memory]:
         out = []
@@ -354,16 +388,24 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
             if m.id not in seen:
                 seen.add(m.id)
                 out.append(m)
+                others = tuple(o for o in inputs.conflicts.get(m.id, ()) if o.id != m.id)
+                if others:  # shown beside m, never again on their own
+                    companions[m.id] = others
+                    seen.update(o.id for o in others)
         return out
+
+    def rows(ms: Sequence[Memory], line: Callable[[Memory], str]) -> list[tuple[Memory, str]]:
+        return [(m, conflict_group([m, *companions[m.id]]) if m.id in companions else line(m)) for m in ms]
 
     profile = fresh(inputs.profile)
     relevant = fresh(inputs.relevant)
     commitments = fresh(inputs.commitments)
     session = fresh(inputs.session)
     parts = [
-        _fit("profile", [(m, f"- {display_text(m)}") for m in profile], p_budget, inputs.scores),
-        _fit("relevant", [(m, memory_line(m)) for m in relevant], r_budget, inputs.scores),
-        _fit("commitments", [(m, commitment_line(m, now)) for m in commitments], c_budget, inputs.scores),
+        _fit("profile", rows(profile, lambda m: f"- {display_text(m)}"), p_budget, inputs.scores, companions),
+        _fit("relevant", rows(relevant, memory_line), r_budget, inputs.scores, companions),
+        _fit("commitments", rows(commitments, lambda m: commitment_line(m, now)), c_budget, inputs.scores,
+             companions),
         _fit("session", [(m, f"- {neutralise(m.content)}") for m in session], s_budget, inputs.scores),
     ]
     # The total cap: drop lines from the end of the least important sections first.
@@ -416,6 +458,38 @@ def profile_of(memories: Sequence[Memory]) -> list[Memory]:
     return unique
 
 
+async def open_conflicts(provider: object, user_id: str, memories: Sequence[Memory], *,
+                         limit: int = 200) -> dict[str, tuple[Memory, ...]]:
+    """For each of ``memories`` in an open contradiction, the other current memories of it (by id), for
+    :attr:`BlockInputs.conflicts`. Reads the provider's ``contradiction_log`` (one query) and fetches
+    a side not among ``memories`` with ``get``; a provider that keeps no contradictions gives ``{}``.
+    A contradiction whose other side is gone or no longer current is left out: it is settled."""
+    log = getattr(provider, "contradiction_log", None)
+    if log is None or not memories:
+        return {}
+    by_id = {m.id: m for m in memories}
+    pairs = [(c.memory_a, c.memory_b) for c in await log.list(user_id=user_id, open_only=True, limit=limit)
+             if c.memory_a in by_id or c.memory_b in by_id]
+    if not pairs:
+        return {}
+    known: dict[str, Memory | None] = dict(by_id)
+    get = getattr(provider, "get", None)
+    for mid in {i for pair in pairs for i in pair} - known.keys():
+        try:
+            known[mid] = await get(mid, user_id=user_id) if get is not None else None
+        except LookupError:
+            known[mid] = None
+    out: dict[str, list[Memory]] = {}
+    for a_id, b_id in pairs:
+        a, b = known.get(a_id), known.get(b_id)
+        if a is None or b is None or not (a.is_valid and b.is_valid) or a.id == b.id:
+            continue
+        for one, other in ((a, b), (b, a)):
+            if one.id in by_id and all(o.id != other.id for o in out.get(one.id, ())):
+                out.setdefault(one.id, []).append(other)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 async def gather_block_inputs(provider: RecallSource, *, user_id: str, project: str | None = None,
                               relevant: Sequence[Memory] = (), scores: dict[str, float] | None = None,
                               commitments_due_days: int = 7, session_id: str | None = None,
@@ -440,9 +514,10 @@ async def gather_block_inputs(provider: RecallSource, *, user_id: str, project: 
     if not session:
         session = await provider.list(user_id=user_id, filters=SearchFilters(
             project=project, types=(MemoryType.SNAPSHOT,)), limit=1)
-    return BlockInputs(profile=profile, relevant=list(relevant),
-                       commitments=commitments_due_soon(open_commitments, days=commitments_due_days, now=now),
-                       session=session, scores=dict(scores or {}))
+    commitments = commitments_due_soon(open_commitments, days=commitments_due_days, now=now)
+    conflicts = await open_conflicts(provider, user_id, [*profile, *relevant, *commitments])
+    return BlockInputs(profile=profile, relevant=list(relevant), commitments=commitments, session=session,
+                       scores=dict(scores or {}), conflicts=conflicts)
 
 
 async def build_block(provider: MemoryProvider, *, user_id: str, query: str | None, max_tokens: int = 1000,

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from ..models import Memory, MemoryType, SearchFilters
 from ..text.tokens import count_tokens
-from .block import BlockItem, always_on, display_text
+from .block import BlockItem, always_on, conflict_group, display_text, open_conflicts
 
 if TYPE_CHECKING:
     from ..limits import CategoryLimits, PersistentContextConfig
@@ -154,9 +154,12 @@ def _limits(cfg: PersistentContextConfig, category: str) -> CategoryLimits:
 
 
 def compose_persistent(memories: Sequence[Memory], cfg: PersistentContextConfig, *,
-                       max_chars: int | None = None) -> PersistentSection:
+                       max_chars: int | None = None,
+                       conflicts: dict[str, tuple[Memory, ...]] | None = None) -> PersistentSection:
     """The section from candidate ``memories`` (any order, ineligible ones are dropped), within
-    every category's ``max_items`` / ``max_tokens``, ``cfg.max_tokens`` and ``max_chars``."""
+    every category's ``max_items`` / ``max_tokens``, ``cfg.max_tokens`` and ``max_chars``.
+    A memory in an open contradiction (``conflicts``, :func:`~.block.open_conflicts`) is shown with
+    the other side (:func:`~.block.conflict_group`), as one item."""
     if not cfg.enabled or cfg.max_tokens <= 0:
         return EMPTY_SECTION
     groups = by_category(memories, cfg)
@@ -165,6 +168,8 @@ def compose_persistent(memories: Sequence[Memory], cfg: PersistentContextConfig,
     lines: list[str] = []
     items: list[BlockItem] = []
     more: list[tuple[str, int]] = []
+    shown: set[str] = set()
+    companions: dict[str, tuple[Memory, ...]] = {}
     for cat in CATEGORIES:
         candidates = groups[cat]
         if not candidates:
@@ -176,7 +181,10 @@ def compose_persistent(memories: Sequence[Memory], cfg: PersistentContextConfig,
         for m in candidates:
             if len(taken) >= limits.max_items:
                 break
-            line = f"- {display_text(m)}"
+            if m.id in shown:
+                continue  # shown beside the other side of its contradiction
+            others = tuple(o for o in (conflicts or {}).get(m.id, ()) if o.id not in shown)
+            line = conflict_group([m, *others]) if others else f"- {display_text(m)}"
             cost = count_tokens(line)
             if cat_used + cost > limits.max_tokens or used + cat_used + cost > cfg.max_tokens:
                 continue  # a shorter later line may still fit
@@ -184,8 +192,12 @@ def compose_persistent(memories: Sequence[Memory], cfg: PersistentContextConfig,
                     + len(line) + 1 > max_chars:
                 continue
             taken.append((m, line))
+            shown.add(m.id)
+            if others:
+                companions[m.id] = others
+                shown.update(o.id for o in others)
             cat_used += cost
-        left = len(candidates) - len(taken)
+        left = len([m for m in candidates if m.id not in shown])
         if cat == "goal":
             left = 0  # older goals were replaced by the newest
         if not taken:
@@ -203,7 +215,7 @@ def compose_persistent(memories: Sequence[Memory], cfg: PersistentContextConfig,
                 block_lines.append(extra)
                 cat_used += extra_cost
         lines.extend(block_lines)
-        items.extend(BlockItem(m, "persistent", x) for m, x in taken)
+        items.extend(BlockItem(m, "persistent", x, companions=companions.get(m.id, ())) for m, x in taken)
         used += cat_used
         chars += sum(len(x) + 1 for x in block_lines)
         if left:
@@ -235,4 +247,5 @@ async def gather_persistent(provider: RecallSource, user_id: str, cfg: Persisten
         return EMPTY_SECTION
     memories = await provider.list(user_id=user_id, filters=SearchFilters(
         project=project, types=TYPES, min_importance=cfg.min_importance), limit=READ_LIMIT)
-    return compose_persistent(memories, cfg, max_chars=max_chars)
+    conflicts = await open_conflicts(provider, user_id, [m for m in memories if eligible(m, cfg)])
+    return compose_persistent(memories, cfg, max_chars=max_chars, conflicts=conflicts)

@@ -52,6 +52,22 @@ SIGNAL_CASES = [
     pytest.param("technical", "The worker pool is capped at 32 concurrent jobs", id="technical-limit"),
     pytest.param("deadline", "Invoices must go out by the 15th", id="deadline-by-the-15th"),
     pytest.param("deadline", "The plumber is coming on Saturday", id="deadline-coming"),
+    pytest.param("change", "I quit coffee.", id="change-quit"),
+    pytest.param("change", "We renamed develop to trunk.", id="change-renamed"),
+    pytest.param("change", "I no longer play tennis.", id="change-no-longer"),
+    pytest.param("change", "I'm not a vegetarian anymore.", id="change-not-anymore"),
+    pytest.param("change", "Staging now points to db-7.", id="change-now-points"),
+    pytest.param("change", "I commute to the office by bike now.", id="change-now-at-the-end"),
+    pytest.param("change", "I've given up green tea.", id="change-given-up"),
+    pytest.param("habit", "I drink coffee every morning.", id="habit-every-morning"),
+    pytest.param("habit", "I play tennis on weekends.", id="habit-on-weekends"),
+    pytest.param("habit", "The weekly standup is at 10am.", id="habit-weekly"),
+    pytest.param("habit", "The database backup runs at midnight.", id="habit-runs-at"),
+    pytest.param("statement", "I take the bus to work.", id="statement-take-the-bus"),
+    pytest.param("statement", "We use npm for the frontend.", id="statement-we-use"),
+    pytest.param("ownership", "I'm on the platform team.", id="ownership-team-membership"),
+    pytest.param("ownership", "Luis took over the release process.", id="ownership-took-over"),
+    pytest.param("amount", "The budget for the offsite is 5000 euros.", id="amount-euros"),
 ]
 
 
@@ -71,6 +87,17 @@ NO_SIGNAL_CASES = [
     pytest.param("possessive", "oh my god", id="no-possessive-set-phrase"),
     pytest.param("instruction", "Run the tests again", id="no-instruction-request"),
     pytest.param("technical", "I like long walks. The end", id="no-technical-prose"),
+    pytest.param("change", "it works now", id="no-change-it-works-now"),
+    pytest.param("change", "I see it now", id="no-change-i-see-now"),
+    pytest.param("change", "I'm done for now", id="no-change-for-now"),
+    pytest.param("change", "Now run the tests again", id="no-change-request-now"),
+    pytest.param("change", "Move the meeting to 4pm", id="no-change-request-move"),
+    pytest.param("change", "Can you rename develop to trunk?", id="no-change-question"),
+    pytest.param("change", "I stopped the server", id="no-change-task-at-hand"),
+    pytest.param("statement", "I think the bug is in the parser", id="no-statement-thought"),
+    pytest.param("statement", "I fixed the import and pushed", id="no-statement-past-report"),
+    pytest.param("statement", "We should rename it", id="no-statement-modal"),
+    pytest.param("habit", "Does the backup run every night?", id="no-habit-question"),
 ]
 
 
@@ -108,6 +135,28 @@ PASS_CASES = [
     pytest.param("I went to a LGBTQ support group yesterday and it was so powerful.", True, id="pass-caroline"),
     pytest.param("That's a nice view", False, id="fail-small-talk"),
     pytest.param("see you tomorrow", False, id="fail-single-weak-signal"),
+    # short personal facts, habits, schedules, memberships and changes pass ...
+    pytest.param("I drink coffee every morning.", True, id="pass-habit"),
+    pytest.param("I quit coffee.", True, id="pass-quit"),
+    pytest.param("The weekly standup is at 10am.", True, id="pass-schedule"),
+    pytest.param("We renamed develop to trunk.", True, id="pass-renamed"),
+    pytest.param("I'm not a vegetarian anymore.", True, id="pass-not-anymore"),
+    pytest.param("I take the bus to work.", True, id="pass-commute"),
+    pytest.param("I'm on the platform team.", True, id="pass-membership"),
+    pytest.param("I switched my editor to Neovim.", True, id="pass-switched"),
+    pytest.param("We moved the standup to Thursdays.", True, id="pass-moved"),
+    pytest.param("My main project now is the data pipeline.", True, id="pass-now"),
+    # ... filler, acknowledgements, questions and requests for now do not
+    pytest.param("ok thanks", False, id="fail-ok-thanks"),
+    pytest.param("sounds good", False, id="fail-sounds-good"),
+    pytest.param("run the tests again", False, id="fail-request"),
+    pytest.param("what does this do?", False, id="fail-question"),
+    pytest.param("ok it works now", False, id="fail-works-now"),
+    pytest.param("now run the tests", False, id="fail-request-now"),
+    pytest.param("Rename the branch to trunk", False, id="fail-request-rename"),
+    pytest.param("I think the issue is in the parser", False, id="fail-thought"),
+    pytest.param("Let's switch to the other file", False, id="fail-lets-switch"),
+    pytest.param("I ran the tests again", False, id="fail-task-report"),
 ]
 
 
