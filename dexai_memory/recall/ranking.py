@@ -71,6 +71,7 @@ from .block import (
     BlockInputs,
     L1Block,
     compose_block,
+    open_conflicts,
 )
 
 if TYPE_CHECKING:
@@ -328,13 +329,15 @@ def rank(results: Sequence[SearchResult], query: str, *, now: datetime | None = 
 
 def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: VisibleContext | None = None,
            max_memories: int | None = None, max_tokens: int, section_budget: int | None = None,
-           now: datetime | None = None, distinct_sources: bool = False) -> tuple[L1Block, tuple[RecalledMemory, ...]]:
+           now: datetime | None = None, distinct_sources: bool = False,
+           conflicts: dict[str, tuple[Memory, ...]] | None = None) -> tuple[L1Block, tuple[RecalledMemory, ...]]:
     """Filter ranked memories and render the 'Relevant' block within the budgets.
 
     With ``distinct_sources``, a memory whose source turns are all behind
     memories ranked above it is skipped (a turn's raw transcript and the notes
     taken from it say the same thing: show the best-ranked one, and spend
-    the budget on other turns). Returns the block and exactly the memories
+    the budget on other turns). ``conflicts`` (:func:`~.block.open_conflicts`) shows the other side
+    of an open contradiction beside a chosen memory. Returns the block and exactly the memories
     that made it into the text.
     """
     chosen: list[RecalledMemory] = []
@@ -354,7 +357,8 @@ def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: Visib
         return EMPTY_BLOCK, ()
     budget = section_budget if section_budget is not None else max_tokens - FENCE_TOKENS
     budgets = (0, max(count_tokens(SECTION_TITLES["relevant"]) + 1, budget), 0, 0)
-    inputs = BlockInputs(relevant=[r.memory for r in chosen], scores={r.memory.id: r.score for r in chosen})
+    inputs = BlockInputs(relevant=[r.memory for r in chosen], scores={r.memory.id: r.score for r in chosen},
+                         conflicts=conflicts or {})
     block = compose_block(inputs, budgets=budgets, max_tokens=max_tokens, now=now)
     by_id = {r.memory.id: r for r in chosen}
     return block, tuple(by_id[m.id] for m in block.memories)
@@ -428,8 +432,9 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     exclude = set(exclude_ids)
     visible = VisibleContext(recent, exclude_ids=exclude) if recent or exclude else None
     floor = BUDGET_MODE_FLOOR if threshold is None else threshold
+    conflicts = await open_conflicts(provider, user_id, [r.memory for r in ranked])
     block, mems = select(ranked, threshold=floor, visible=visible, max_memories=max_memories,
-                         max_tokens=limit, now=now, distinct_sources=True)
+                         max_tokens=limit, now=now, distinct_sources=True, conflicts=conflicts)
     reason = None if mems else ("no results" if not results else
                                 "below threshold" if all(r.relevance < floor for r in ranked) else "already visible")
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)

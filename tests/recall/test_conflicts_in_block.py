@@ -139,7 +139,6 @@ def test_the_pair_is_in_or_out_together_within_the_budget() -> None:
     assert tight.tokens <= pair_cost + 40
 
 
-@pytest.mark.xfail(reason="recall.ranking.recall_block does not pass open_conflicts to select yet", strict=False)
 async def test_the_recall_door_shows_both(provider: NativeProvider, settings: Settings) -> None:
     """``auto_recall``: what the UserPromptSubmit hook, ``dexai memory recall`` and MCP ``recall`` inject."""
     from dexai_memory.recall.ranking import auto_recall
