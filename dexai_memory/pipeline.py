@@ -297,6 +297,10 @@ class Pipeline:
                     if n not in notes:
                         notes.append(n)
             report.extracted += len(notes)
+            # closed first: "I sent the report" closes the open commitment it reports done before
+            # its note may replace the commitment's text; again after, for a commitment made and
+            # done in this same batch
+            await self.close_done(turns)
             for note in notes:
                 await self.store_note(note, turns, report)
             await self.close_done(turns)
@@ -530,6 +534,7 @@ class Pipeline:
                 await self.provider.add_many(new_transcripts)
                 archived.update(m.id for m in new_transcripts)
                 report.archived += len(new_transcripts)
+            await self.close_done(clean_turns)  # before the notes and after them, as in process()
             for note, group_turns in extracted:
                 await self.store_note(note, group_turns, report, batch=batch)
             await self.flush_batch(batch, report)
