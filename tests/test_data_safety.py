@@ -98,7 +98,7 @@ def test_import_with_one_id_twice_and_two_contents_names_both_lines(tmp_path: Pa
     f = tmp_path / "in.jsonl"
     f.write_text('{"id": "m_a", "content": "one"}\n{"content": "fine"}\n{"id": "m_a", "content": "two"}\n')
     result = dexai("memory", "import", str(f), "--user", "sam")
-    assert result.exit_code == 1 and f"{f}:3" in result.output and "line 1" in result.output
+    assert result.exit_code == 1 and f"{f}:3" in result.output and f"{f}:1 " in result.output
     assert count() == 0
 
 
