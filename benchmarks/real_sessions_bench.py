@@ -57,10 +57,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import BENCH_DIR, REPO_ROOT, arg_parser, say, write_result
-from dexai_memory.capture.queue import ExtractionQueue
+from benchmarks.hook_bench import context_of
 from dexai_memory.config import load_settings
 from dexai_memory.daemon.control import stop
 from dexai_memory.text.tokens import count_tokens
+from testing.harness import queue_drained
 from testing.plugin_check import hooks_for
 
 CORPUS = BENCH_DIR / "data" / "real_sessions"
@@ -210,31 +211,11 @@ class Plugin:
         return "\n".join(a for a in added if a)
 
     def drain(self, timeout: float = 300.0) -> None:
-        settings = load_settings(home=self.home)
-        if not (settings.home / "queue.db").exists():
-            return
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with ExtractionQueue.from_settings(settings) as queue:
-                if queue.pending_count() == 0:
-                    return
-            time.sleep(0.3)
-        say("  the queue did not drain in time")
+        if not queue_drained(self.home, timeout):
+            say("  the queue did not drain in time")
 
     def stop(self) -> None:
         stop(load_settings(home=self.home), 30.0)
-
-
-def context_of(stdout: str) -> str:
-    try:
-        answer = json.loads(stdout) if stdout.strip() else {}
-    except ValueError:
-        return stdout.strip()
-    if not isinstance(answer, dict):
-        return ""
-    out = answer.get("hookSpecificOutput")
-    text = str(out.get("additionalContext") or "") if isinstance(out, dict) else ""
-    return text or str(answer.get("systemMessage") or "")
 
 
 # --------------------------------------------------------------------------- the store

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .capture.evidence import evidence_kind, is_tool_turn
 from .capture.known import ClaudeMemory
 from .commitments import CommitmentStore
 from .embeddings import CachedEmbedder
@@ -44,7 +45,6 @@ from .errors import InvalidMemory, MemoryNotFound
 from .lifecycle.closing import close_from_turn, is_session_user
 from .models import (
     TOOL_ORIGIN,
-    TOOL_SOURCES,
     Commitment,
     ExtractedNote,
     Memory,
@@ -168,13 +168,6 @@ def _caption(turn: Turn) -> str | None:
     return None
 
 
-def is_tool_turn(turn: Turn) -> bool:
-    """Whether ``turn`` is a tool result (PostToolUse: role "tool", or a ``claude-code:tool-...`` /
-    ``agent-sdk:tool-...`` source) rather than something the user or the assistant said."""
-    source = turn.metadata.get("source") if turn.metadata else None
-    return turn.role == "tool" or (isinstance(source, str) and source.startswith(TOOL_SOURCES))
-
-
 def transcript_memory(turn: Turn) -> Memory:
     """The L3 TRANSCRIPT memory archiving one raw turn ("Speaker: text [image: caption]")."""
     speaker = turn.speaker or turn.role.capitalize()
@@ -273,7 +266,6 @@ class Pipeline:
         are stored.
         """
         from .capture.admit import redact_turn
-        from .capture.evidence import evidence_kind
 
         saved = saved or {}
         report = PipelineReport(turns=len(items), gated=len(items))

@@ -2,7 +2,8 @@
 
 The runner itself (:class:`~dexai_memory.demo.claude_cli.ClaudeRun`, the environment, the
 binary) ships with the package for ``dexai demo``; this module adds the test-only helpers:
-:func:`command_hooks`, :func:`run_claude` / :func:`arun_claude`, and the facts below.
+:func:`command_hooks`, :func:`run_claude` / :func:`arun_claude`, :func:`queue_drained`, and the
+facts below.
 
 Facts established by experiment (Claude Code 2.1.330, fake API on 127.0.0.1)
 ============================================================================
@@ -95,13 +96,32 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dexai_memory.capture.queue import ExtractionQueue
+from dexai_memory.config import load_settings
 from dexai_memory.demo.claude_cli import ClaudeResult, ClaudeRun
 
-__all__ = ["arun_claude", "command_hooks", "run_claude"]
+__all__ = ["arun_claude", "command_hooks", "queue_drained", "run_claude"]
+
+
+def queue_drained(home: Path, timeout: float = 60.0) -> bool:
+    """Wait until the daemon of data directory ``home`` extracted every queued turn (nothing
+    pending in ``queue.db``; dead letters aside); False when ``timeout`` seconds pass first."""
+    settings = load_settings(home=home)
+    if not (settings.home / "queue.db").exists():
+        return True
+    deadline = time.monotonic() + timeout
+    while True:
+        with ExtractionQueue.from_settings(settings) as queue:
+            if queue.pending_count() == 0:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
 
 
 def command_hooks(

@@ -29,13 +29,20 @@ import re
 from ..models import TOOL_SOURCES, Turn
 from ..text.output import pasted_output
 
-__all__ = ["evidence_kind", "is_session_turn"]
+__all__ = ["evidence_kind", "is_session_turn", "is_tool_turn"]
 
 #: Hook sources: the turn came from an agent session (Claude Code, the Agent SDK).
 SESSION_SOURCES = ("claude-code:", "agent-sdk:")
 
 _COMMAND = re.compile(r"^\s*/[\w:-]+(\s|$)")
 _INTERRUPTED = re.compile(r"^\s*\[Request interrupted by user.*\]\s*$|^\s*<(local-)?command-|^\s*Caveat: ", re.S)
+
+
+def is_tool_turn(turn: Turn) -> bool:
+    """Whether ``turn`` is a tool result (PostToolUse: role "tool", or a ``claude-code:tool-...`` /
+    ``agent-sdk:tool-...`` source) rather than something the user or the assistant said."""
+    source = turn.metadata.get("source") if turn.metadata else None
+    return turn.role == "tool" or (isinstance(source, str) and source.startswith(TOOL_SOURCES))
 
 
 def is_session_turn(turn: Turn) -> bool:
@@ -49,8 +56,7 @@ def is_session_turn(turn: Turn) -> bool:
 def evidence_kind(turn: Turn) -> str | None:
     """Why ``turn`` is evidence and not a source of memories ("tool", "assistant", "command",
     "interruption", "pasted output"), or None when it is read for memories."""
-    source = turn.metadata.get("source") if turn.metadata else None
-    if turn.role == "tool" or (isinstance(source, str) and source.startswith(TOOL_SOURCES)):
+    if is_tool_turn(turn):
         return "tool"
     if not is_session_turn(turn):
         return None

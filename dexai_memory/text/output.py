@@ -19,8 +19,11 @@ OUTPUT_LINE = re.compile(
     r"""^\s*(
         (?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d\d:\d\d)            # timestamps
       | (?:DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL|TRACE)\b[:\s]  # log levels
-      | Traceback\ \(most\ recent | File\ "[^"]+",\ line\ \d+ | at\ [\w.$<>]+\(.*:\d+\)  # stack frames
-      | \w*(?:Error|Exception)(?::|\s*$)                          # exception lines
+      | Traceback\b | During\ handling | File\ " | at\ [\w.$<>]+\(    # stack frames
+      | [\w.]*(?:Error|Exception)(?::|\s*$) | [\w.]+Warning\b:      # exception and warning lines
+      | >>>\ | [#|]                                                 # a REPL, comments, tables
+      | (?:def|class|import|from\ \S+\ import|return|raise|const|let|var|function|public|private|async\ def|
+         await|if\ \(|for\ \(|echo|sudo|npm|pip|git|curl|cd|ls)\s                # code and commands
       | (?:platform\ \w+\ --|rootdir:|cachedir:|configfile:|plugins:|collected\ \d+|=+\ .*\ =+$)  # pytest
       | (?:PASSED|FAILED|SKIPPED|ERROR)\b | \S+::\S+                   # test ids
       | [$#>]\ \S | \S+@\S+:\S*[$#]\                                # shell prompts

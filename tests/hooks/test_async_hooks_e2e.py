@@ -16,7 +16,6 @@ import asyncio
 import json
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -46,17 +45,6 @@ BRANCH_FACT = "We decided the feature/ledger branch must never be merged before 
 
 def plugin_hooks() -> dict[str, list[dict[str, object]]]:
     return json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]  # type: ignore[no-any-return]
-
-
-def wait_for_empty_queue(home: Path, seconds: float = 60) -> None:
-    settings = load_settings(home=home)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with ExtractionQueue.from_settings(settings) as queue:
-            if queue.pending_count() == 0:
-                return
-        time.sleep(0.2)
-    raise AssertionError("the queue was not extracted in time")
 
 
 def stored(home: Path) -> list[str]:
@@ -102,7 +90,7 @@ def test_the_fact_said_in_the_last_turn_of_a_print_session_is_stored(
         run(FIRST).check()
         run.resume(FACT).check()  # the last turn: an async Stop gets SIGTERM as `claude -p` exits
     if autostart:
-        wait_for_empty_queue(mem_home)
+        drained(mem_home, 60)
     else:  # the events waited in queue.db: the daemon the user starts replays them
         replayed_by_a_later_daemon(mem_home)
     contents = stored(mem_home)

@@ -37,6 +37,7 @@ from dexai_memory.demo.fakeapi import (
 )
 from dexai_memory.providers.native.driver import store_sqlite
 from dexai_memory.recall.block import FENCE_CLOSE, FENCE_OPEN
+from testing.harness import queue_drained
 
 pytestmark = pytest.mark.e2e
 
@@ -131,16 +132,10 @@ def replayed_by_a_later_daemon(home: Path) -> None:
     drained(home)
 
 
-def drained(home: Path) -> None:
-    """Wait until the running daemon extracted every queued turn."""
-    settings = load_settings(home=home)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with ExtractionQueue.from_settings(settings) as queue:
-            if queue.pending_count() == 0:
-                break
-        time.sleep(0.2)
-    with ExtractionQueue.from_settings(settings) as queue:
+def drained(home: Path, seconds: float = 30) -> None:
+    """Wait until the running daemon extracted every queued turn, none of them a dead letter."""
+    queue_drained(home, seconds)
+    with ExtractionQueue.from_settings(load_settings(home=home)) as queue:
         assert queue.pending_count() == 0 and queue.stats().dead == 0
 
 

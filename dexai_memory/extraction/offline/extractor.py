@@ -72,7 +72,7 @@ from datetime import UTC, datetime, time
 
 from ...models import Commitment, ExtractedNote, MemoryType, Turn
 from ...text.dates import ResolvedDate, find_dates, format_day, is_future, rewrite_dates
-from ...text.output import prose_lines
+from ...text.output import output_line, prose_lines
 from ...text.redaction import redact
 from ..base import Extractor
 from ..signals import SignalScorer, is_filler, regex_entities
@@ -98,7 +98,6 @@ from .rules import (
     statement_of_question,
 )
 from .sentences import (
-    CODE_OR_LOG,
     FENCED,
     INDENTED,
     SPACES,
@@ -131,13 +130,13 @@ from .session_rules import (
     SESSION_FLOORS,
     SESSION_MAX_IMPORTANCE,
     SESSION_PREFERENCE,
-    STANDING,
     TO_VERB,
     VAGUE_SUBJECT,
     WARNING_IMPORTANCE,
     goal_body,
     instruction_body,
     session_decision,
+    standing_order,
     warning_body,
 )
 
@@ -335,7 +334,7 @@ class OfflineExtractor(Extractor):
         lines = sum(1 for line in text.split("\n") if line.strip())
         listed = lines >= 3
         for raw in split_sentences(text):
-            if CODE_OR_LOG.match(raw.strip()) or symbol_heavy(raw):
+            if output_line(raw.strip()) or symbol_heavy(raw):
                 kept = False
                 continue
             if kept and self._continues(raw) and len(notes[-1].content) < 240:
@@ -371,7 +370,7 @@ class OfflineExtractor(Extractor):
             return None
         if len(content_words(sentence)) < self.min_content_words:
             return None
-        if not sentence.endswith("?") and not (listed and not STANDING.match(sentence)):
+        if not sentence.endswith("?") and not (listed and not standing_order(sentence)):
             for category, body in (warning_body(sentence), instruction_body(sentence, anchor)):
                 if category is not None and len(content_words(body)) >= self.min_content_words:
                     return self._rule_note(category, body, turn, rewrite)

@@ -36,13 +36,6 @@ _EMOJI = re.compile(r"\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
 #: Fenced blocks (```...```, ~~~...~~~) and indented lines (stack frames, pasted code) of a prompt.
 FENCED = re.compile(r"(?:```|~~~).*?(?:```|~~~|$)", re.S)
 INDENTED = re.compile(r"^(?: {2,}|\t)(?![-*•]\s|\d+[.)]\s)\S")
-#: A line of a log, a traceback or code: no statement of the user's.
-CODE_OR_LOG = re.compile(
-    r"^(?:File \"|Traceback\b|During handling|[\w.]+(?:Error|Exception|Warning)\b:|at [\w.$<>]+\(|"
-    r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|TRACE)\b|"
-    r"\$ |>>> |[{}\[\]#|]|(?:def|class|import|from \S+ import|return|raise|const|let|var|function|public|private|"
-    r"async def|await|if \(|for \(|echo|sudo|npm|pip|git|curl|cd|ls)\s)"
-)
 _SYMBOLS = frozenset('{}[]()=;"\\|')
 
 

@@ -41,9 +41,6 @@ REQUEST = re.compile(
     r"publish|sync|pull|fetch|upgrade|download|configure|config|setup|inspect|identify|summon|locate)\b",
     re.I,
 )
-#: An explicit standing order or warning: kept even as one line of a list.
-STANDING = re.compile(r"^(?:please\s+)?(?:always|never|don'?t ever|do not ever|from now on|going forward|make sure|"
-                      r"whenever|every time|by default|remember to|warning|heads up|careful)\b", re.I)
 #: A request addressed to the assistant for the task at hand ("I want you to ...", "can you ...",
 #: "you run it"): not a statement about the user or the project.
 ASK_YOU = re.compile(
@@ -203,6 +200,12 @@ def warning_body(sentence: str) -> tuple[str | None, str]:
         return "warning", upper_first(m.group("body").strip())
     whole = re.sub(r"^please\s+", "", m.group("whole"), flags=re.I)
     return "warning", upper_first(re.sub(r"^careful\b", "be careful", whole, flags=re.I))
+
+
+def standing_order(sentence: str) -> bool:
+    """Whether ``sentence`` says it is standing ("Always ...", "From now on ...") or is a warning
+    ("Never ...", "Heads up: ..."): kept as an instruction or warning even as one line of a list."""
+    return bool(_STANDING_LEAD.match(sentence) or _WARNING_LEAD.match(sentence))
 
 
 def instruction_body(sentence: str, anchor: datetime | None = None) -> tuple[str | None, str]:
