@@ -22,7 +22,8 @@ offline extractor, supersession, the native provider). Then, per pair:
   ``list --as-of`` a time between the two statements shows the old value;
 * keep: both values are current.
 
-A value is found in a memory's text as a whole word, case-insensitively.
+A value is found in a memory's text as whole words, case-insensitively (a word also with a
+third-person -s/-es: the labels quote the user, memories say "The user ...").
 Every fourth pair of each kind is marked ``holdout``: it is reported apart
 and was not looked at while the rules were tuned.
 
@@ -80,8 +81,11 @@ def load_pairs(path: Path = DATA) -> list[Pair]:
 
 
 def has(text: str, value: str) -> bool:
-    """Whether ``value`` occurs in ``text`` as a whole word (case-insensitive)."""
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE) is not None
+    """Whether ``value`` occurs in ``text`` as whole words (case-insensitive), a word of it also in its
+    third-person form: the labels quote the user ("play tennis", "cycle"), memories say "The user
+    plays tennis", "cycles"."""
+    words = [rf"{re.escape(w)}(?:s|es)?" if w.isalpha() else re.escape(w) for w in value.split()]
+    return re.search(rf"(?<!\w){' '.join(words)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def _turn(pair: Pair, which: str) -> Any:

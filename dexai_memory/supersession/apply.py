@@ -142,7 +142,7 @@ async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, not
         await link(provider, stored.id, old.id, user_id=uid, reason=f"said before memory {old.id}, which "
                    f"replaces it ({decision.reason})", at=old.valid_from)
         return stored
-    if contradictions.left_open(provider, note):
+    if contradictions.left_open(provider, note, old):
         # not sure enough to replace what is known: both stay current, the contradiction stays open
         stored = await provider.add(replacement)
         reason = (f"contradicts {old.id} but its confidence {note.confidence:.2f} is below "

@@ -9,7 +9,9 @@ content words (:func:`~.statements.statement_words`: the one tokenizer of
 :func:`named_change`: the new statement names what it replaces
     * "from X to Y" after a verb of change ("switched / moved / migrated /
       changed / upgraded / renamed ... from PostgreSQL to MySQL");
-    * "replaced X with Y", "swapped X for Y", "renamed X to Y";
+    * "replaced X with Y", "swapped X for Y", "renamed X to Y" (a rename replaces X in
+      any statement that names it as written, whatever its subject: "the main branch is
+      develop" after "we renamed develop to trunk");
     * "Y instead of X";
     * "Y took over (Z) from X" (X held it before);
     * a correction "Y, not X" ("I live in Berlin, not Munich");
@@ -132,6 +134,8 @@ class Change:
 
     old: str
     new: str
+    #: "renamed X to Y": every statement naming X now names Y, whatever its subject.
+    renamed: bool = False
 
 
 def changes_named(text: str) -> list[Change]:
@@ -143,7 +147,8 @@ def changes_named(text: str) -> list[Change]:
             groups = m.groupdict()
             old = (groups.get("old") or "").strip()
             if old:
-                found.append(Change(old, (groups.get("new") or "").strip()))
+                found.append(Change(old, (groups.get("new") or "").strip(),
+                                    renamed=re.match(r"renam", m.group(0).lstrip(), re.I) is not None))
     return found
 
 
@@ -172,8 +177,11 @@ def named_change(new_fact: str, memory: str) -> Change | None:
     """The change of ``new_fact`` that replaces ``memory`` (it names the old value, not the new one), or None."""
     new_order, old_order = _ordered(new_fact), _ordered(memory)
     for change in changes_named(new_fact):
-        if not names_value(memory, change.old) or not _same_subject(new_order, old_order, _key(change.old)):
+        if not names_value(memory, change.old):
             continue
+        if not _same_subject(new_order, old_order, _key(change.old)) and not (
+                change.renamed and re.search(rf"(?<![\w-])(?<!\bto ){re.escape(change.old)}(?![\w-])", memory)):
+            continue  # another subject's; a renamed name is replaced wherever it stands, as written, not as a verb
         if change.new and _key(change.new) and _key(change.new) <= stems(memory):
             continue  # the memory already says the new value
         if _key(change.old) <= _key(change.new):

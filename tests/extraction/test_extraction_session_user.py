@@ -189,6 +189,21 @@ def test_goals_are_open_commitments_of_one_shape(said: str, content: str) -> Non
     assert note.commitment.what == content.removeprefix("The user's goal is to ").rstrip(".")
 
 
+@pytest.mark.parametrize(("said", "content"), [
+    ("I like jazz.", "The user likes jazz."), ("I have a dog.", "The user has a dog."),
+    ("I'm vegan.", "The user is vegan."), ("I'm a nurse.", "The user is a nurse."),
+    ("We use pnpm.", "The team uses pnpm."), ("I love pottery too.", "The user loves pottery too."),
+])
+def test_a_short_statement_of_a_lasting_state_is_kept(said: str, content: str) -> None:
+    """One content word is enough when the sentence states a liking, a possession or who the user is."""
+    assert [n.content for n in said_on(said)] == [content]
+
+
+@pytest.mark.parametrize("said", ["I have a question.", "I have a bug.", "I like it.", "I'm stuck.", "I'm done."])
+def test_a_short_statement_of_the_moment_is_not(said: str) -> None:
+    assert said_on(said) == []
+
+
 @pytest.mark.parametrize("said", [
     "Sorry, I meant the second file.", "Looks good to me.", "It works now!", "Run the tests again.",
     "Whatever works.", "Show me the diff.", "Don't worry about it.", "Write a unit test for parse_date.",

@@ -52,6 +52,8 @@ T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
                      id="hand-added-first-person"),
         pytest.param("Robin works at Café Zürich.", "Robin moved from Café Zürich to Bäckerei Müller.", S,
                      id="unicode-names"),
+        pytest.param("The main branch is develop.", "The team renamed develop to trunk.", S,
+                     id="renamed-whatever-the-subject"),
         # second values, other people, other attributes
         pytest.param("The user loves hiking in the mountains.", "The user also loves swimming in the sea.", A,
                      id="also"),
@@ -65,6 +67,8 @@ T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
                      id="two-quits"),
         pytest.param("The user's sister Ana lives in Lisbon.", "The user moved from Lisbon to Porto.", A,
                      id="someone-elses-old-value"),
+        pytest.param("The user likes to develop games.", "The team renamed develop to trunk.", A,
+                     id="renamed-name-not-the-word"),
     ],
 )
 def test_changes_and_second_values(old: str, new: str, action: UpdateAction) -> None:
@@ -171,3 +175,21 @@ async def test_hand_added_facts_go_through_the_same_decision(provider: NativePro
     assert [m.content for m in await _notes(provider)] == ["The user switched from Neovim to Helix."]
     again = await remember(provider, "I moved my editor from Helix to Zed.", "fact", user_id="u")
     assert again.status is RememberStatus.SUPERSEDED
+
+
+async def test_a_speaker_correcting_what_they_reported_resolves_it(provider: NativeProvider,
+                                                                   settings: Settings) -> None:
+    """A reported statement (confidence below the auto-resolve floor) replaces what the same speaker
+    reported before; another speaker's report does not replace it."""
+    pipeline = Pipeline(provider, settings, extractor=OfflineExtractor())
+
+    def said(i: int, who: str, text: str, days: int) -> Turn:
+        return Turn(id=f"t{i}", user_id="u", content=text, role="user", speaker=who, session_id=f"s{i}",
+                    timestamp=T0 + timedelta(days=days))
+
+    await pipeline.process([(said(1, "Dana", "The retro is on Zoom.", 0), ())])
+    await pipeline.process([(said(2, "Dana", "The retro moved to Teams.", 3), ())])
+    assert [m.content for m in await _notes(provider)] == ["Dana said the retro moved to Teams."]
+    await pipeline.process([(said(3, "Sam", "The retro moved to Meet.", 5), ())])
+    assert sorted(m.content for m in await _notes(provider)) == ["Dana said the retro moved to Teams.",
+                                                                  "Sam said the retro moved to Meet."]

@@ -89,6 +89,7 @@ from .rules import (
     PURE_PROMPTS,
     RELATIONSHIP,
     SECOND_PERSON,
+    SELF_STATE,
     SHARED_PIC,
     STRONG_COMMITMENT,
     STRONG_EMOTION,
@@ -275,7 +276,7 @@ class OfflineExtractor(Extractor):
             if statement is None:
                 return None
             sentence = statement
-        if len(content_words(sentence)) < self.min_content_words:
+        if len(content_words(sentence)) < self.min_content_words and not SELF_STATE.match(sentence):
             return None
         sentence = re.sub(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b", r"I want to be reminded \1",
                           sentence, flags=re.I)
@@ -368,7 +369,7 @@ class OfflineExtractor(Extractor):
         sentence = BEFORE_WE_START.sub("", sentence).strip()
         if not sentence or FRAMING.match(sentence.rstrip(".!")):
             return None
-        if len(content_words(sentence)) < self.min_content_words:
+        if len(content_words(sentence)) < self.min_content_words and not SELF_STATE.match(sentence):
             return None
         if not sentence.endswith("?") and not (listed and not standing_order(sentence)):
             for category, body in (warning_body(sentence), instruction_body(sentence, anchor)):

@@ -82,6 +82,25 @@ STRONG_EMOTION = re.compile(
     re.I,
 )
 
+#: What "I have a ..." says of a conversation, not of a life: no lasting fact.
+_PASSING_OBJECTS = ("question", "questions", "idea", "ideas", "problem", "issue", "doubt", "thought", "feeling",
+                    "minute", "moment", "second", "suggestion", "request", "clue", "point", "look", "go", "try",
+                    "chance", "sec", "plan", "update", "bug", "error", "fix", "concern", "favor", "favour")
+#: A short statement of a lasting state with one content word: "I like jazz.", "I have a dog.",
+#: "I love pottery too.", "I'm vegan.", "I'm a nurse.", "We use pnpm." (the two-content-word floor
+#: would drop them; "I have a question." and "I'm stuck." are not states).
+SELF_STATE = re.compile(
+    r"^(?:I|we)(?:\s+(?:really|also|still|totally|absolutely|now|do))*"
+    r"(?:\s+(?:like|love|enjoy|hate|dislike|adore|prefer|own|have|drive|play|speak|use|collect|study|teach|coach|"
+    r"ride|grow|keep|breed|volunteer at|work at|work for|work as)\s+"
+    r"(?!(?:(?:a|an|the|my|our|some)\s+)?(?:it|this|that|them|these|those|one|" + "|".join(_PASSING_OBJECTS) +
+    r")\b)(?:a |an |the |my |our |two |three |some )?[A-Za-z][\w+#.\-]*(?:\s+[A-Za-z][\w+#.\-]*)?|"
+    r"(?:'m|\s+am|'re|\s+are)\s+(?:(?:a|an)\s+[A-Za-z][\w\-]*|vegan|vegetarian|pescatarian|teetotal|sober|"
+    r"left-handed|right-handed|colou?r-?blind|diabetic|celiac|coeliac|lactose[- ]intolerant|retired|married|"
+    r"single|divorced|pregnant|engaged|widowed))"
+    r"(?:\s+(?:too|as well|a lot|now|these days))?[.!]?$",
+    re.I,
+)
 INLINE_CAPTION = re.compile(r"\[(?:(?:shares?|shared) (?:an image|a photo|a picture)|image)(?::|\s+of)\s*([^\]]+)\]",
                             re.I)
 IMPERATIVE = re.compile(
