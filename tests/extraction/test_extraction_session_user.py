@@ -141,6 +141,18 @@ def said_on(text: str, when: datetime = MONDAY) -> list:
     return OfflineExtractor().extract_sync([Turn(id="t1", user_id="u", content=text, role="user", timestamp=when)])
 
 
+@pytest.mark.parametrize(("said", "content"), [
+    ("Marco took over the billing service from Priya.", "Robin said Marco took over the billing service from Priya."),
+    ("The retro moved to Teams.", "Robin said the retro moved to Teams."),
+    ("Use pnpm from now on.", "Robin said to use pnpm from now on."),
+])
+def test_what_a_named_speaker_reports_reads_as_said(said: str, content: str) -> None:
+    """A name opening the report keeps its capital; a standing order is "said to ..."."""
+    notes = OfflineExtractor().extract_sync([Turn(id="t1", user_id="u", content=said, role="user", speaker="Robin",
+                                                  timestamp=MONDAY)])
+    assert [n.content for n in notes] == [content]
+
+
 def test_a_dentist_appointment_on_friday_said_on_monday_is_the_coming_friday() -> None:
     [note] = said_on("I have a dentist appointment on Friday at 10.")
     assert note.content == "The user has a dentist appointment on 6 March 2026 at 10."

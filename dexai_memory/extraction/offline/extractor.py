@@ -304,7 +304,12 @@ class OfflineExtractor(Extractor):
         if reported:
             if SECOND_PERSON.search(sentence) and other is None:
                 return None  # "you" with nobody to name: not self-contained
-            content = f"{name} said {lower_first(content, (name, other or ''), turn.content)}"
+            order, body = instruction_body(sentence, anchor)
+            if order is not None and not body.lower().startswith(("always", "never", "from now on", "when", "if")):
+                # "Use pnpm from now on." -> "Robin said to use pnpm from now on."
+                content = f"{name} said to {rewrite(body[:1].lower() + body[1:])}"
+            else:
+                content = f"{name} said {lower_first(content, (name, other or ''), turn.content)}"
             if note_type is MemoryType.EVENT:
                 note_type = MemoryType.FACT
         if note_type is MemoryType.EVENT and not dates and anchor is not None:

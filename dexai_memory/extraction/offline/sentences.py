@@ -96,10 +96,27 @@ def content_words(text: str) -> list[str]:
     return [w for w in split_words(text, joiners="'-") if len(w) > 2 and w[0].isalpha() and w not in _STOP]
 
 
+#: Capitalised words that open a sentence without being a name.
+_OPENERS = frozenset("yesterday today tomorrow tonight everyone everybody everything nothing nobody someone "
+                     "somebody something maybe perhaps please now then next last our my your their his her its "
+                     "each every both all most few several other another no yes ok okay".split())
+#: A verb right after a sentence's first word: "Marco took ...", "Priya owns ...", "Dana is ...".
+_VERB_AFTER = re.compile(r"^\S+\s+(?:(?:is|was|has|had|will|can|could|would|should|must|did|does|took|went|got|"
+                         r"made|said|told|left|joined|owns|runs|leads|moved|\w+ed|\w+s)\b)")
+
+
+def _a_name(first: str, text: str) -> bool:
+    """Whether ``first``, opening ``text``, reads as a name: capitalised, not a stop word or a common
+    opener, followed by a verb ("Marco took over ...")."""
+    word = first.lower()
+    return (first[:1].isupper() and first.isalpha() and word not in _STOP and word not in _OPENERS
+            and not word.endswith(("ing", "ly")) and _VERB_AFTER.match(text) is not None)
+
+
 def lower_first(text: str, names: Sequence[str], source: str) -> str:
     """``text`` with its first letter lower-cased unless the first word is a name or acronym."""
     first = text.split(" ", 1)[0].rstrip(",.!?;:'s")
-    if not first or first in names or first.isupper() or first == "I" or \
+    if not first or first in names or first.isupper() or first == "I" or _a_name(first, text) or \
             re.search(rf"(?<![.!?]\s)(?<!^)\b{re.escape(first)}\b", source[1:] if source.startswith(first) else source):
         return text
     return text[0].lower() + text[1:]
