@@ -43,6 +43,7 @@ from .specs import (
     spec_for,
 )
 from .tools import (
+    NOTHING_FOUND,
     SERVER_NAME,
     TOOL_NAMES,
     Category,
@@ -68,7 +69,7 @@ def recall_text(query: str, result: ranking.RecallResult) -> str:
     """The ``recall`` tool's answer: the hook's block for ``query``, then the ids of its memories
     (so ``forget`` can name one); a plain sentence when nothing is relevant."""
     if not result.text:
-        return f"No memories found for {neutralise(query)!r}."
+        return NOTHING_FOUND
     return f"{result.text}\n\nMemory ids (for forget): {', '.join(result.memory_ids)}"
 
 
