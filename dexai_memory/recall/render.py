@@ -66,11 +66,11 @@ _CODE_FENCE_RE = re.compile(r"`{3,}|~{3,}")
 #: What :func:`neutralise` quotes, taken out before :func:`is_live` looks for what is left.
 _QUOTED_RE = re.compile(r"\[quoted: [^\]]*\]|\[memory tag removed\]|\[code fence\]")
 #: Role, system and chat-template markup: Claude Code's own tags (<system-reminder>, <command-name>, ...),
-#: XML role tags, ChatML / special tokens (<|im_start|>), Llama ([INST], <<SYS>>), Alpaca (### Instruction:)
+#: XML role tags, tool-call markup (<function_calls>, <invoke>, <parameter>), ChatML / special tokens (<|im_start|>), Llama ([INST], <<SYS>>), Alpaca (### Instruction:)
 #: and transcript turns (Human: / Assistant: / System:).
 _ROLE_RE = re.compile(
     r"<\s*/?\s*(?:system[\w-]*|assistant|user|human|developer|instructions?|tool[_-]?(?:result|use|call)s?"
-    r"|function[_-]?(?:results?|calls?)|antml:[\w-]+|command[-_][\w-]+|local[-_]command[-_][\w-]+"
+    r"|function[_-]?(?:results?|calls?)|invoke|parameter|antml:[\w-]+|command[-_][\w-]+|local[-_]command[-_][\w-]+"
     r"|user[-_]prompt[-_]submit[-_]hook|im[_-](?:start|end|sep))\b[^<>]{0,200}>"
     r"|<\s*\|[^|<>]{0,40}\|\s*>"
     r"|\[\s*/?\s*INST\s*\]|<<\s*/?\s*SYS\s*>>|<\s*/?\s*s\s*>"
