@@ -218,7 +218,7 @@ def tool_label(m: Memory) -> str:
     if not is_tool_origin(m) or user_confirmed(m):
         return ""
     tool = (m.metadata or {}).get("tool")
-    return f"(from tool output, {neutralise(str(tool))[:40]}) " if tool else "(from tool output) "
+    return f"(from tool output, {neutralise(str(tool)[:40])}) " if tool else "(from tool output) "
 
 
 @dataclass

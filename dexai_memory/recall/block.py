@@ -161,7 +161,7 @@ def display_text(m: Memory) -> str:
     text = neutralise(m.content)
     if is_tool_origin(m) and not user_confirmed(m):
         tool = (m.metadata or {}).get("tool")
-        label = f"from tool output, {neutralise(str(tool))[:40]}" if tool else "from tool output"
+        label = f"from tool output, {neutralise(str(tool)[:40])}" if tool else "from tool output"
         return f"({label}) {text}"
     return text
 

@@ -50,6 +50,8 @@ TOKEN = "render-test-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 #: Live lines and entries shown, per door, over the module's tests.
 TALLY: dict[str, dict[str, int]] = {}
+#: A few live lines per door (reported with the counts, never asserted on).
+EXAMPLES: dict[str, list[str]] = {}
 
 
 def user(i: int) -> str:
@@ -79,10 +81,13 @@ async def store_corpus(provider: NativeProvider) -> None:
 def tally(door: str, output: str, *, fence: bool = True) -> list[str]:
     """Count ``output``'s live lines and shown entries under ``door``; the live lines."""
     live = live_lines(output, fence=fence)
-    row = TALLY.setdefault(door, {"live": 0, "shown": 0, "answers": 0})
+    row = TALLY.setdefault(door, {"live": 0, "answers_with_live": 0, "shown": 0, "answers": 0})
     row["live"] += len(live)
+    row["answers_with_live"] += bool(live)
     row["shown"] += len(shown(output))
     row["answers"] += 1
+    if live and len(EXAMPLES.setdefault(door, [])) < 4:
+        EXAMPLES[door].append(live[0][:160])
     return live
 
 
@@ -91,7 +96,8 @@ def report() -> Iterator[None]:
     yield
     path = os.environ.get("RENDER_COUNTS")
     if path:
-        Path(path).write_text(json.dumps(TALLY, indent=1, sort_keys=True))
+        Path(path).write_text(json.dumps({"counts": TALLY, "examples": EXAMPLES}, indent=1, sort_keys=True,
+                                         ensure_ascii=False))
 
 
 def assert_no_live(doors: Callable[[str], bool], *, min_shown: int) -> None:
