@@ -67,12 +67,14 @@ _CODE_FENCE_RE = re.compile(r"`{3,}|~{3,}")
 _QUOTED_RE = re.compile(r"\[quoted: [^\]]*\]|\[memory tag removed\]|\[code fence\]")
 #: Role, system and chat-template markup: Claude Code's own tags (<system-reminder>, <command-name>, ...),
 #: XML role tags, tool-call markup (<function_calls>, <invoke>, <parameter>), ChatML / special tokens (<|im_start|>), Llama ([INST], <<SYS>>), Alpaca (### Instruction:)
-#: and transcript turns (Human: / Assistant: / System:).
+#: and transcript turns (Human: / Assistant: / System:). A tag left open (``<system-reminder`` with no ">",
+#: ``<|im``) is markup too: its name is quoted, the text after it is left as it is.
 _ROLE_RE = re.compile(
-    r"<\s*/?\s*(?:system[\w-]*|assistant|user|human|developer|instructions?|tool[_-]?(?:result|use|call)s?"
-    r"|function[_-]?(?:results?|calls?)|invoke|parameter|antml:[\w-]+|command[-_][\w-]+|local[-_]command[-_][\w-]+"
-    r"|user[-_]prompt[-_]submit[-_]hook|im[_-](?:start|end|sep))\b[^<>]{0,200}>"
-    r"|<\s*\|[^|<>]{0,40}\|\s*>"
+    r"<\s*/?\s*(?:system[\w-]*|assistant|user|human|developer|instructions?"
+    r"|tool[_-]?(?:result|use|call)s?|tool[_-][\w-]+|function[_-]?(?:results?|calls?)|function[_-][\w-]+"
+    r"|invoke|parameter|antml:[\w-]+|command[-_][\w-]+|local[-_]command[-_][\w-]+"
+    r"|user[-_]prompt[-_]submit[-_]hook|im[_-](?:start|end|sep))\b(?:[^<>]{0,200}>)?"
+    r"|<\s*\|(?:[^|<>]{0,40}\|\s*>|[^|<>\s]{0,40})"
     r"|\[\s*/?\s*INST\s*\]|<<\s*/?\s*SYS\s*>>|<\s*/?\s*s\s*>"
     r"|#{2,}\s*(?:instruction|response|system|input)s?\s*:?"
     r"|\b(?:human|assistant|system)\s*:",

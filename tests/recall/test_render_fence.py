@@ -92,3 +92,11 @@ def test_every_block_builder_renders_the_same_line() -> None:
     composed = compose_block(BlockInputs(relevant=[m])).text
     filled = fill_block(ReinjectionInputs(relevant=[m]), max_tokens=800).text
     assert composed == filled and not live_lines(composed)
+
+
+@pytest.mark.parametrize("tag", ["<system-reminder", "</system", "<|im", "<invoke name=\"Bash\"", "<tool_result",
+                                 "<assistant", "<|endoftext"])
+def test_role_tags_left_open_are_quoted(tag: str) -> None:
+    text = neutralise(f"{tag} then plain words")
+    assert text.startswith("[quoted: ") and text.endswith("plain words") and not is_live(text), text
+    assert not live_lines(fenced([f"- {text}"]))
