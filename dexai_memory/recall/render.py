@@ -153,6 +153,7 @@ def is_live(line: str) -> bool:
     return any(p.search(folded) for p in (_FENCE_RE, _ROLE_RE, _INSTRUCTION_RE, _CODE_FENCE_RE))
 
 
+@functools.lru_cache(maxsize=8192)  # the same lines come back block after block: checked once
 def sealed(line: str) -> str:
     """``line`` as it may stand inside the fence: unchanged when inert, else neutralised (its text folded
     to one line), else :data:`WITHHELD`."""
