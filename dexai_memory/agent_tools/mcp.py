@@ -12,13 +12,16 @@ inside those factories.
 
 The ``recall`` tool answers with the block the UserPromptSubmit hook would
 inject for the same query (:func:`dexai_memory.recall.ranking.auto_recall`:
-fenced, role tags neutralised), then one line with the memories' ids.
+fenced, role tags neutralised), then one line with the memories' ids. Every
+answer is one text block rendered by :mod:`dexai_memory.recall.render`; no raw
+JSON and no ``structuredContent`` (a client that shows it to the model would
+show stored text outside the fence). Programs that want the fields call
+:class:`MemoryTools`' methods (typed results, ``to_dict()``) or the HTTP API.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +30,7 @@ from ..config import Settings, load_settings
 from ..errors import DexaiMemoryError
 from ..providers.base import MemoryProvider
 from ..recall import ranking
+from ..recall.render import neutralise
 from .specs import (
     FORGET_DESCRIPTION,
     FORGET_SCHEMA,
@@ -39,6 +43,7 @@ from .specs import (
     spec_for,
 )
 from .tools import (
+    NOTHING_FOUND,
     SERVER_NAME,
     TOOL_NAMES,
     Category,
@@ -64,14 +69,16 @@ def recall_text(query: str, result: ranking.RecallResult) -> str:
     """The ``recall`` tool's answer: the hook's block for ``query``, then the ids of its memories
     (so ``forget`` can name one); a plain sentence when nothing is relevant."""
     if not result.text:
-        return f"No memories found for {query!r}."
+        return NOTHING_FOUND
     return f"{result.text}\n\nMemory ids (for forget): {', '.join(result.memory_ids)}"
 
 
-def _tool_result(text: str, data: Mapping[str, Any] | None = None, *, is_error: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
-    if data is not None:
-        out["content"].append({"type": "text", "text": json.dumps(data, ensure_ascii=False)})
+def _tool_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
+    """One text block, the only thing a tool answers with: the model reads every block of a result
+    (and Claude Code shows it ``structuredContent`` instead of the text when there is one), so a
+    second block of raw JSON, or structured content, would bring stored text back outside the fence.
+    An error's text is neutralised too (it may echo an argument or a stored value)."""
+    out: dict[str, Any] = {"content": [{"type": "text", "text": neutralise(text) if is_error else text}]}
     if is_error:
         out["is_error"] = True
     return out
@@ -96,8 +103,8 @@ class MemoryTools:
     in-process server): it checks the arguments against the tool's schema and
     runs :meth:`handle_remember` / :meth:`handle_forget` / :meth:`handle_recall`,
     which take the MCP ``arguments`` dict and return the MCP result dict
-    (``remember`` and ``forget``: a readable text block, then the same outcome
-    as JSON; ``recall``: :func:`recall_text`). Bad arguments and errors become
+    (one text block: what happened, then the memories neutralised inside the
+    fence of :mod:`dexai_memory.recall.render`; ``recall``: :func:`recall_text`). Bad arguments and errors become
     ``is_error`` results the model can read; nothing raises out of :meth:`call`.
 
     ``project`` scopes recall and forget (None: all of the user's memories);
@@ -172,7 +179,7 @@ class MemoryTools:
         except DexaiMemoryError as exc:
             logger.warning("remember tool failed: %s", exc)
             return _tool_result(f"Error: {exc}", is_error=True)
-        return _tool_result(result.to_text(), result.to_dict())
+        return _tool_result(result.to_text())
 
     async def handle_forget(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The ``forget`` tool: MCP arguments in, MCP result dict out."""
@@ -181,7 +188,7 @@ class MemoryTools:
         except DexaiMemoryError as exc:
             logger.warning("forget tool failed: %s", exc)
             return _tool_result(f"Error: {exc}", is_error=True)
-        return _tool_result(result.to_text(), result.to_dict())
+        return _tool_result(result.to_text())
 
     async def handle_recall(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The ``recall`` tool: MCP arguments in, MCP result dict out."""

@@ -68,10 +68,7 @@ from ..lifecycle.contradictions import conflicts
 from ..models import Memory, MemoryType, SearchFilters, is_tool_origin
 from ..text.tokens import count_tokens
 from .block import (
-    FENCE_CLOSE,
-    FENCE_OPEN,
     FENCE_TOKENS,
-    PREAMBLE,
     display_text,
     neutralise,
     user_confirmed,
@@ -80,6 +77,7 @@ from .focus import Focus
 from .forms import LEVELS, Forms, forms_of
 from .persistent import by_category, persistent_category, priority
 from .ranking import BUDGET_POOL, content_terms, lexical_relevance, rank
+from .render import fenced
 
 if TYPE_CHECKING:
     from ..config import AssemblyConfig, Settings
@@ -210,7 +208,7 @@ class _Renderer:
         return self._texts[key]
 
     def line(self, item: _Item, level: str) -> str:
-        label = f"[{item.kind}] " if item.kind else ""
+        label = f"[{neutralise(item.kind)}] " if item.kind else ""  # a category or file name: stored text too
         return f"- {label}{' vs. '.join(self.text(m, level) for m in item.memories)}"
 
 
@@ -220,7 +218,7 @@ def tool_label(m: Memory) -> str:
     if not is_tool_origin(m) or user_confirmed(m):
         return ""
     tool = (m.metadata or {}).get("tool")
-    return f"(from tool output, {neutralise(str(tool))[:40]}) " if tool else "(from tool output) "
+    return f"(from tool output, {neutralise(str(tool)[:40])}) " if tool else "(from tool output) "
 
 
 @dataclass
@@ -425,7 +423,7 @@ async def assemble_context(provider: MemoryProvider, user_id: str, settings: Set
     lines = [line for tier in TIERS for line in fills[tier].lines]
     if not lines:
         return empty
-    context = "\n".join([FENCE_OPEN, PREAMBLE, *lines, FENCE_CLOSE])
+    context = fenced(lines)
     placements = tuple(Placement(m.id, tier, level, item.kind) for tier in TIERS
                        for item, level in fills[tier].chosen for m in item.memories)
     return AssembledContext(context, count_tokens(context), {t: count_tokens("\n".join(fills[t].lines))

@@ -32,7 +32,7 @@ skipped and a shorter later one may still fit); near-duplicates of a memory
 already taken (a pinned statement and its extracted copy) are skipped. The
 layout is the usual one (:mod:`dexai_memory.recall.block`): Profile (pinned,
 L1 and high-importance memories), Relevant, Coming up (commitments, framed
-forward), Session state, fenced, neutralised and under
+forward), Session state, neutralised and fenced by :mod:`.render`, under
 :data:`~dexai_memory.recall.block.MAX_INJECTION_CHARS`.
 
 Both blocks open with the **persistent context**
@@ -75,6 +75,7 @@ from .block import (
 )
 from .persistent import EMPTY_SECTION, PersistentSection, gather_persistent, without_replaced_goals
 from .ranking import DEFAULT_POOL, VisibleContext, content_terms, rank
+from .render import fenced
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -226,7 +227,7 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
             items.extend(taken[section])
     if not items:
         return L1Block("", 0, ())
-    text = "\n".join([FENCE_OPEN, PREAMBLE, *body, FENCE_CLOSE])
+    text = fenced(body)
     return L1Block(text, count_tokens(text), tuple(items))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,10 +71,13 @@ def text(result: Any) -> str:
     return "\n".join(block.text for block in result.content)
 
 
-def payload(result: Any) -> dict[str, Any]:
-    assert not result.is_error, text(result)
-    data: dict[str, Any] = json.loads(result.content[-1].text)
-    return data
+def stored_id(result: Any) -> str:
+    """The id a ``remember`` answer names (its one text block: "Remembered as m_... (category):")."""
+    assert not result.is_error and len(result.content) == 1, text(result)
+    found = re.match(r"(?:Remembered as|Already known as|Updated existing memory|Superseded \S+ with) (m_\w+)",
+                     text(result))
+    assert found, text(result)
+    return found.group(1)
 
 
 class Raw:
@@ -217,8 +221,9 @@ async def test_tool_calls_round_trip_through_the_daemon(isolated_home: Path, emb
 
         fact = "User prefers pnpm over npm for JavaScript package management"
         added = await client.call_tool("remember", {"content": fact, "category": "preference"})
-        memory_id = payload(added)["memory"]["id"]
-        assert text(added).startswith(f"Remembered as {memory_id} (preference): {fact}")
+        memory_id = stored_id(added)
+        assert text(added).startswith(f"Remembered as {memory_id} (preference):\n<dexai-memory>\n")
+        assert f"\n- {fact}\n</dexai-memory>" in text(added)  # the stored text, inside the fence
         stored = await daemon.provider.get(memory_id, user_id=U)
         assert (stored.content, stored.project, stored.session_id) == (fact, "mobius", "s9")
         assert stored.metadata["source"] == "remember_tool"
@@ -241,9 +246,9 @@ async def test_tool_calls_round_trip_through_the_daemon(isolated_home: Path, emb
         assert unknown.is_error and "unknown tool 'memorize'" in text(unknown)
 
         gone = await client.call_tool("forget", {"memory_id": memory_id})
-        assert payload(gone)["status"] == "forgotten" and text(gone).startswith(f"Forgot {memory_id}")
+        assert not gone.is_error and text(gone).startswith(f"Forgot {memory_id}:\n<dexai-memory>")
         nothing = await client.call_tool("recall", {"query": query})
-        assert not nothing.is_error and text(nothing) == f"No memories found for {query!r}."
+        assert not nothing.is_error and text(nothing) == "No memories found for that query."
         with pytest.raises(MemoryNotFound):
             await daemon.provider.get(memory_id, user_id=U)
         assert (await daemon.provider.get(memory_id, user_id=U, include_deleted=True)).deleted  # soft-deleted
@@ -260,7 +265,7 @@ async def test_remember_stores_under_the_sessions_project(isolated_home: Path, e
     async with running_daemon(load_settings(), embedder) as daemon, \
             session(isolated_home, cwd=repo / "src") as client:
         added = await client.call_tool("remember", {"content": "The app deploys with Fly.io", "category": "fact"})
-        stored = await daemon.provider.get(payload(added)["memory"]["id"], user_id=U)
+        stored = await daemon.provider.get(stored_id(added), user_id=U)
         assert stored.project == str(repo)
 
 
@@ -278,7 +283,7 @@ async def test_a_broken_config_is_a_tool_error_and_the_server_stays_up(isolated_
             assert len((await client.list_tools()).tools) == 3
             config.unlink()  # fixed: the next call reaches the daemon
             again = await client.call_tool("remember", {"content": "User's cat is called Miso", "category": "fact"})
-            assert payload(again)["status"] == "added"
+            assert text(again).startswith(f"Remembered as {stored_id(again)} (fact):")
 
 
 async def test_tool_ops_write_under_the_daemons_lock(isolated_home: Path, embedder: Embedder) -> None:
@@ -290,7 +295,7 @@ async def test_tool_ops_write_under_the_daemons_lock(isolated_home: Path, embedd
             writing = asyncio.create_task(call({"name": "remember", "user_id": U, "arguments": {
                 "content": "User's sister Ana lives in Porto", "category": "fact"}}))
             reading = await call({"name": "recall", "user_id": U, "arguments": {"query": "Ana"}})
-            assert reading == {"content": [{"type": "text", "text": "No memories found for 'Ana'."}], "isError": False}
+            assert reading == {"content": [{"type": "text", "text": "No memories found for that query."}], "isError": False}
             await asyncio.sleep(0.2)
             assert not writing.done()  # waits for the one writer
         added = await asyncio.wait_for(writing, 30)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -243,15 +242,15 @@ async def test_tools_through_the_sdk_mcp_server(store: NativeProvider) -> None:
 
         added = await client.call_tool("remember", {"content": "User prefers pnpm", "category": "preference"})
         assert not added.is_error
-        payload = json.loads(added.content[-1].text)  # type: ignore[union-attr]
-        assert payload["status"] == "added"
-        memory_id = payload["memory"]["id"]
-        assert f"Remembered as {memory_id}" in _text(added)
+        assert len(added.content) == 1 and _text(added).startswith("Remembered as m_")  # one block, no JSON
+        memory_id = _text(added).split()[2]
+        assert "- User prefers pnpm\n</dexai-memory>" in _text(added)
         stored = await store.get(memory_id, user_id=U)
         assert stored.project == "mobius" and stored.session_id == "s9"
 
         replaced = await client.call_tool("remember", {"content": "User prefers yarn", "category": "preference"})
-        assert json.loads(replaced.content[-1].text)["status"] == "superseded"  # type: ignore[union-attr]
+        assert _text(replaced).startswith(f"Superseded {memory_id} with m_")
+        new_id = _text(replaced).split()[3].rstrip(":")
 
         bad = await client.call_tool("remember", {"content": "x", "category": "opinion"})
         assert bad.is_error and "validation" in _text(bad).lower()
@@ -263,7 +262,6 @@ async def test_tools_through_the_sdk_mcp_server(store: NativeProvider) -> None:
         no_args = await client.call_tool("forget", {})
         assert no_args.is_error and "memory_id or a query" in _text(no_args)
 
-        new_id = json.loads(replaced.content[-1].text)["memory"]["id"]  # type: ignore[union-attr]
         assert len(found.content) == 1 and _text(found).endswith(f"Memory ids (for forget): {new_id}")
         gone = await client.call_tool("forget", {"memory_id": new_id})
         assert not gone.is_error and f"Forgot {new_id}" in _text(gone)
