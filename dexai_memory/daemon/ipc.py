@@ -124,6 +124,22 @@ def _same_user(sock: Any) -> bool:
 
 
 
+def _raise_file_limit(wanted: int = 65_536) -> None:
+    """Raise this process's soft limit of open files towards its hard limit (the daemon's other
+    doors, the API port among them, must not be able to use up the descriptors the socket needs)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            logger.debug("could not raise the open-file limit from %s", soft)
+
+
 class _Connection:
     """One client of the socket: its writer, whether a request of it is being answered, since when."""
 
@@ -191,6 +207,7 @@ class IpcServer:
                 raise DexaiMemoryError(f"a daemon is already running on {self.path} (pid {answer.get('pid')})")
             logger.info("removing stale socket %s", self.path)
             self.path.unlink()
+        _raise_file_limit()
         old_umask = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_LINE,
