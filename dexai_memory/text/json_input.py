@@ -43,7 +43,7 @@ def loads(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> Any:
     except RecursionError:
         raise JsonInputError(f"JSON nested deeper than {max_depth} levels") from None
     except ValueError as exc:  # UnicodeDecodeError included
-        raise JsonInputError(f"not valid JSON: {exc}") from None
+        raise JsonInputError(str(exc)) from None
     return clean(value, max_depth=max_depth)
 
 
