@@ -42,7 +42,7 @@ body is never buffered; a body over :data:`MAX_BODY_BYTES` is answered 413).
 
 Bounded for a hostile client: :data:`MAX_CONNECTIONS` connections at once (at
 the limit a new one displaces the oldest that is not being answered, so idle or
-slow ones never keep Claude Code out), :data:`READ_TIMEOUT` seconds for each
+slow ones never keep Claude Code out; one younger than half a second is never displaced), :data:`READ_TIMEOUT` seconds for each
 whole request (a client sending a byte a second is answered 408 and dropped),
 and hostile JSON (deep nesting, lone surrogates) answered ``{}``, never a drop.
 
@@ -73,7 +73,7 @@ from ..config import Settings
 from ..datadir import private_file
 from ..text.json_input import JsonInputError, loads
 from .event import HookEvent
-from .ipc import MAX_LINE
+from .ipc import MAX_LINE, MIN_IDLE
 from .ops import run_event
 from .session_state import EVENTS
 
@@ -228,8 +228,8 @@ class HookHttpServer:
         #: Connections closed to make room for a newer one, and ones refused with 503.
         self.displaced = 0
         self.refused_busy = 0
-        #: Open connections, oldest first, and whether a request of each is being answered.
-        self._connections: dict[int, tuple[asyncio.StreamWriter, list[bool]]] = {}
+        #: Open connections, oldest first, each with ``[answering, waiting since]``.
+        self._connections: dict[int, tuple[asyncio.StreamWriter, list[Any]]] = {}
         self._server: asyncio.Server | None = None
 
     @property
@@ -289,16 +289,19 @@ class HookHttpServer:
             self._server = None
 
     # ------------------------------------------------------------------ HTTP
-    def _admit(self, writer: asyncio.StreamWriter) -> list[bool] | None:
-        """Room for a new connection: at the limit, the oldest one not being answered is closed;
-        None when every connection is being answered. Returns the connection's answering flag."""
+    def _admit(self, writer: asyncio.StreamWriter) -> list[Any] | None:
+        """Room for a new connection: at the limit, the oldest one not being answered that has waited
+        ``MIN_IDLE`` seconds is closed; None when there is none. Returns the connection's
+        ``[answering, waiting since]``."""
+        now = time.monotonic()
         if len(self._connections) >= self.max_connections:
-            victim = next((key for key, (_, answering) in self._connections.items() if not answering[0]), None)
+            victim = next((key for key, (_, state) in self._connections.items()
+                           if not state[0] and now - state[1] >= MIN_IDLE), None)
             if victim is None:
                 return None
             self._connections.pop(victim)[0].transport.abort()
             self.displaced += 1
-        answering = [False]
+        answering: list[Any] = [False, now]
         self._connections[id(writer)] = (writer, answering)
         return answering
 
@@ -329,7 +332,7 @@ class HookHttpServer:
                 status, answer = await self._dispatch(request, body)
                 close = request.headers.get("connection", "").lower() == "close"
                 await self._reply(writer, status, answer, close=close)
-                answering[0] = False
+                answering[0], answering[1] = False, time.monotonic()
                 if close:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -19,9 +19,9 @@ processes waits instead of being refused; the client retries a connect the kerne
 while the backlog is full), :data:`READ_TIMEOUT` seconds for each whole request (a client
 sending a byte a second is answered an error and dropped), :data:`MAX_LINE` bytes a request,
 and :data:`MAX_CONNECTIONS` connections at once. At the limit a new connection displaces the
-oldest one that is not being answered (idle, or still sending), so idle or slow clients can
-never keep a hook out; only when every connection is being answered is the new one told
-``busy``. Hostile JSON (nesting 100,000 deep, lone surrogates) is decoded by
+oldest one that is not being answered and has waited :data:`MIN_IDLE` seconds (idle, or still
+sending), so idle or slow clients can never keep a hook out; when there is none the new one is
+told ``busy`` and :func:`ipc_request` tries again until its deadline. Hostile JSON (nesting 100,000 deep, lone surrogates) is decoded by
 :func:`~dexai_memory.text.json_input.loads` and answered an error object, never a drop.
 """
 
@@ -56,8 +56,12 @@ BACKLOG = 2048
 READ_TIMEOUT = 30.0
 #: Longest HTTP head (request line and headers) read on the socket.
 MAX_HTTP_HEAD = 64 * 1024
-#: Seconds between connect attempts the kernel turned away with a full backlog (``EAGAIN``).
+#: Seconds between connect attempts the kernel turned away with a full backlog (``EAGAIN``), and
+#: between requests the daemon answered ``busy``.
 CONNECT_RETRY = 0.01
+#: Seconds a connection must have waited without a whole request before a newer one may displace it
+#: (a client of a burst, about to send, is never displaced).
+MIN_IDLE = 0.5
 
 
 # --------------------------------------------------------------------------- client (stdlib only)
@@ -73,9 +77,17 @@ def ipc_request(socket_path: str | os.PathLike[str], payload: Mapping[str, Any],
     path = os.fspath(socket_path)
     if len(path.encode()) > MAX_SOCKET_PATH or not os.path.exists(path):
         return None
+    while True:
+        answer = _request_once(path, payload, deadline)
+        if answer is None or not answer.get("busy") or time.monotonic() + CONNECT_RETRY >= deadline:
+            return answer
+        time.sleep(CONNECT_RETRY)
+
+
+def _request_once(path: str, payload: Mapping[str, Any], deadline: float) -> dict[str, Any] | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(max(0.001, timeout))
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         while True:
             try:
                 sock.connect(path)
@@ -84,7 +96,10 @@ def ipc_request(socket_path: str | os.PathLike[str], payload: Mapping[str, Any],
                 if time.monotonic() + CONNECT_RETRY >= deadline:
                     return None
                 time.sleep(CONNECT_RETRY)
-        sock.sendall(json.dumps(dict(payload), default=str).encode() + b"\n")
+        try:
+            sock.sendall(json.dumps(dict(payload), default=str).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a daemon answering ``busy`` closes at once: its answer may still be there to read
         chunks: list[bytes] = []
         while True:
             left = deadline - time.monotonic()
@@ -143,14 +158,16 @@ def _raise_file_limit(wanted: int = 65_536) -> None:
 class _Connection:
     """One client of the socket: its writer, whether a request of it is being answered, since when."""
 
-    __slots__ = ("answering", "writer")
+    __slots__ = ("answering", "since", "writer")
 
     def __init__(self, writer: Any) -> None:
         self.writer = writer
         self.answering = False
+        #: ``time.monotonic()`` since which it waits for a request.
+        self.since = time.monotonic()
 
 
-BUSY = b'{"ok": false, "error": "the daemon is answering too many connections; try again"}\n'
+BUSY = b'{"ok": false, "busy": true, "error": "the daemon is answering too many connections; try again"}\n'
 
 
 class IpcServer:
@@ -219,6 +236,8 @@ class IpcServer:
 
     async def aclose(self) -> None:
         """Stop listening and remove the socket file."""
+        import asyncio
+
         server, self._server = self._server, None
         if server is None:
             return
@@ -226,6 +245,10 @@ class IpcServer:
         for conn in list(self._connections.values()):
             if not conn.answering:
                 conn.writer.transport.abort()  # idle clients would hold wait_closed() open
+        for _ in range(100):  # their handlers end at once; let them before the loop may close
+            if not any(not c.answering for c in self._connections.values()):
+                break
+            await asyncio.sleep(0.01)
         await server.wait_closed()
         try:
             self.path.unlink()
@@ -259,7 +282,9 @@ class IpcServer:
         """Room for a new connection: at the limit, the oldest one not being answered is closed;
         None when every connection is being answered."""
         if len(self._connections) >= self.max_connections:
-            victim = next((key for key, conn in self._connections.items() if not conn.answering), None)
+            now = time.monotonic()
+            victim = next((key for key, conn in self._connections.items()
+                           if not conn.answering and now - conn.since >= MIN_IDLE), None)
             if victim is None:
                 return None
             self._connections.pop(victim).writer.transport.abort()
@@ -309,7 +334,7 @@ class IpcServer:
                 else:
                     answer = await self._answer(request)
                 await self._write(writer, answer)
-                conn.answering = False
+                conn.answering, conn.since = False, time.monotonic()
         except (ConnectionError, BrokenPipeError):
             return
         finally:
