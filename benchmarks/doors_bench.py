@@ -79,7 +79,7 @@ class Daemon:
         self.port = _free_port()
         (self.home / "memory.yaml").write_text("embedding:\n  backend: none\ndaemon:\n  api_port: 0\n"
                                                f"  http_port: {self.port}\n  autostart: false\n")
-        env = {**os.environ, "DEXAI_MEMORY_HOME": str(self.home)}
+        env = {**os.environ, "DEXAI_MEMORY_HOME": str(self.home), "HOME": self._tmp.name}
         env.pop("DEXAI_MEMORY_PROJECT", None)
         cli = [python, "-m", "dexai_memory.cli.main"]
         cwd = self._tmp.name  # `-m` puts the working directory first on the path: not a checkout

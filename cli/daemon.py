@@ -193,7 +193,7 @@ def http_hooks(ctx: Context, install: bool, uninstall: bool, settings_file: Path
     Prints the Claude Code settings (the http hooks for UserPromptSubmit, PostToolUse and Stop, and the
     token in `env`); --install merges them into ~/.claude/settings.json, keeping everything else, and
     records that file in the data directory: the daemon listens on 127.0.0.1:<daemon.http_port> only
-    while that file holds the hooks (from its next start). The plugin itself sends nothing over HTTP: on
+    while that file (with no record: ~/.claude/settings.json) holds the hooks, from its next start. The plugin itself sends nothing over HTTP: on
     a machine shared with other users, only turn this on if no one else can bind that port. With the
     daemon down, the plugin's command hooks answer as before. --uninstall removes them again.
     """

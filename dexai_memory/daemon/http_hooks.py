@@ -11,7 +11,8 @@ machine another user could hold the port), and the daemon opens the port only
 when the user asked for it. ``dexai daemon http-hooks --install`` writes
 :func:`http_hook_settings` (the http hooks for ``UserPromptSubmit``,
 ``PostToolUse`` and ``Stop`` and the token) into ``~/.claude/settings.json``
-and records which file it wrote in :data:`INSTALL_FILE`; a daemon starting
+and records which file it wrote in :data:`INSTALL_FILE` (without a record:
+``~/.claude/settings.json``, where printed hooks are pasted); a daemon starting
 listens on ``daemon.http_port`` only while that file still holds an http hook
 to that port (:func:`installed`), so removing the hooks by hand, or
 ``--uninstall``, closes the port at the daemon's next start. Claude Code then
@@ -128,25 +129,28 @@ def _ours(hook: Any, port: int | None = None) -> bool:
 
 
 def installed(home: Path, port: int) -> str:
-    """'' when ``dexai daemon http-hooks --install`` recorded (:data:`INSTALL_FILE`) a Claude Code
-    settings file that still holds an http hook to 127.0.0.1:``port``; else why the port stays closed."""
+    """'' when the Claude Code settings file ``dexai daemon http-hooks --install`` recorded
+    (:data:`INSTALL_FILE`; without a record, ``~/.claude/settings.json``, where the printed hooks
+    are pasted) holds an http hook to 127.0.0.1:``port``; else why the port stays closed."""
     record = home / INSTALL_FILE
     try:
         target = Path(json.loads(record.read_text(encoding="utf-8"))["settings_file"])
     except FileNotFoundError:
-        return "not installed (`dexai daemon http-hooks --install` turns them on)"
+        target = Path.home() / ".claude" / "settings.json"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"cannot read {record} ({exc}); run `dexai daemon http-hooks --install` again"
     try:
         current = json.loads(target.read_text(encoding="utf-8") or "{}")
+    except FileNotFoundError:
+        return f"not installed (no {target}; `dexai daemon http-hooks --install` turns them on)"
     except (OSError, ValueError) as exc:
         return f"cannot read {target} ({exc}); run `dexai daemon http-hooks --install` again"
     groups = [g for v in (current.get("hooks") or {}).values() if isinstance(v, list) for g in v] \
         if isinstance(current, dict) and isinstance(current.get("hooks"), dict) else []
     if any(_ours(h, port) for g in groups if isinstance(g, dict) for h in g.get("hooks") or []):
         return ""
-    return (f"{target} has no http hook to 127.0.0.1:{port} (removed, or written for another "
-            "daemon.http_port); run `dexai daemon http-hooks --install` again")
+    return (f"not installed: {target} has no http hook to 127.0.0.1:{port} (never installed, removed, or "
+            "written for another daemon.http_port); `dexai daemon http-hooks --install` turns them on")
 
 
 def install(home: Path, settings_file: Path, port: int) -> dict[str, Any]:

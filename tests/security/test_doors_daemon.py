@@ -57,7 +57,7 @@ def start_daemon(home: Path, tmp_path: Path, *, install: bool) -> Daemon:
     port = free_port()
     (home / "memory.yaml").write_text(f"embedding:\n  backend: none\ndaemon:\n  api_port: 0\n  http_port: {port}\n"
                                       "  autostart: false\n")
-    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home)}
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(home), "HOME": str(tmp_path / "user")}  # no real settings
     env.pop("DEXAI_MEMORY_PROJECT", None)
     if install:
         subprocess.run([sys.executable, "-m", "dexai_memory.cli.main", "daemon", "http-hooks", "--install",

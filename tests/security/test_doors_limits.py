@@ -10,8 +10,16 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dexai_memory.config import load_settings
-from dexai_memory.daemon.http_hooks import HookHttpServer, install, installed, uninstall
+from dexai_memory.daemon.http_hooks import (
+    HookHttpServer,
+    http_hook_settings,
+    install,
+    installed,
+    uninstall,
+)
 from dexai_memory.daemon.ipc import IpcServer, ipc_request
 
 
@@ -69,7 +77,9 @@ def free_port() -> int:
         return port
 
 
-async def test_the_http_port_opens_only_while_installed(isolated_home: Path, tmp_path: Path) -> None:
+async def test_the_http_port_opens_only_while_installed(isolated_home: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
     isolated_home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     claude = tmp_path / "settings.json"
@@ -92,3 +102,8 @@ async def test_the_http_port_opens_only_while_installed(isolated_home: Path, tmp
     after = json.loads(claude.read_text())
     assert after["env"] == {"KEEP": "1"} and after["hooks"]["Stop"][0]["hooks"][0]["type"] == "command"
     assert not await HookHttpServer(_Daemon(), port).start_if_installed()
+    # printed and pasted by hand into ~/.claude/settings.json (no record): open
+    pasted = tmp_path / "user" / ".claude" / "settings.json"
+    pasted.parent.mkdir(parents=True)
+    pasted.write_text(json.dumps(http_hook_settings(port, "t")))
+    assert installed(isolated_home, port) == ""
