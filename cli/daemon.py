@@ -182,32 +182,47 @@ def http_token(ctx: Context) -> None:
 @daemon.command("http-hooks")
 @click.option("--install", is_flag=True,
               help="Write them into the Claude Code user settings (~/.claude/settings.json, or --settings-file).")
+@click.option("--uninstall", is_flag=True,
+              help="Remove them (and their token) from that settings file; the daemon closes the port.")
 @click.option("--settings-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The Claude Code settings file to write (default: ~/.claude/settings.json).")
 @common_options
-def http_hooks(ctx: Context, install: bool, settings_file: Path | None) -> None:
+def http_hooks(ctx: Context, install: bool, uninstall: bool, settings_file: Path | None) -> None:
     """Turn on the daemon's HTTP hooks (opt-in): prompts and finished turns answered with no process start.
 
     Prints the Claude Code settings (the http hooks for UserPromptSubmit, PostToolUse and Stop, and the
-    token in `env`); --install merges them into ~/.claude/settings.json, keeping everything else. The
-    plugin itself sends nothing over HTTP: on a machine shared with other users, only turn this on if no
-    one else can bind 127.0.0.1:<daemon.http_port>. With the daemon down, the plugin's command hooks
-    answer as before.
+    token in `env`); --install merges them into ~/.claude/settings.json, keeping everything else, and
+    records that file in the data directory: the daemon listens on 127.0.0.1:<daemon.http_port> only
+    while that file (with no record: ~/.claude/settings.json) holds the hooks, from its next start. The plugin itself sends nothing over HTTP: on
+    a machine shared with other users, only turn this on if no one else can bind that port. With the
+    daemon down, the plugin's command hooks answer as before. --uninstall removes them again.
     """
-    from dexai_memory.daemon.http_hooks import hook_token, http_hook_settings, install_http_hooks
+    from dexai_memory.daemon import http_hooks as hh
 
+    if install and uninstall:
+        fail("--install or --uninstall, not both")
+    target = settings_file or Path.home() / ".claude" / "settings.json"
+    ensure_home(ctx.settings.home)
+    if uninstall:
+        try:
+            removed = hh.uninstall(ctx.settings.home, target)
+        except (OSError, ValueError) as exc:
+            fail(f"could not write {target}: {exc}")
+        ctx.emit({"uninstalled": str(target), "removed": removed},
+                 f"HTTP hooks removed from {target} ({removed} hook groups); a running daemon closes the "
+                 "port when it next starts (`dexai daemon stop`)")
+        return
     port = ctx.settings.daemon.http_port
     if not port:
         fail("daemon.http_port is 0: the daemon serves no HTTP hooks; set a port first")
-    ensure_home(ctx.settings.home)
-    token = hook_token(ctx.settings.home)
+    token = hh.hook_token(ctx.settings.home)
     if not install:
-        ctx.emit(http_hook_settings(port, token))
+        ctx.emit(hh.http_hook_settings(port, token))
         return
-    target = settings_file or Path.home() / ".claude" / "settings.json"
     try:
-        install_http_hooks(target, port, token)
+        hh.install(ctx.settings.home, target, port)
     except (OSError, ValueError) as exc:
         fail(f"could not write {target}: {exc}")
     ctx.emit({"installed": str(target), "port": port},
-             f"HTTP hooks on 127.0.0.1:{port} written to {target} (restart Claude Code sessions to use them)")
+             f"HTTP hooks on 127.0.0.1:{port} written to {target}; a running daemon opens the port when it "
+             "next starts (`dexai daemon stop`; the next hook starts it), then restart Claude Code sessions")

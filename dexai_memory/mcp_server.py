@@ -12,8 +12,11 @@ library only: no provider, no embedder, no MCP SDK of its own.
   ``tools/list`` (:data:`~dexai_memory.agent_tools.specs.TOOL_SPECS`, the same
   names, descriptions and schemas as the Agent SDK's in-process server) and
   ``tools/call``; notifications get no answer, an unknown method is
-  ``-32601``, a line that is not JSON ``-32700``. Bad input never stops it;
-  end of input (or SIGTERM) ends it with exit code 0.
+  ``-32601``, a line that is not JSON ``-32700``. Bad input never stops it and
+  every request is answered: a line is decoded by
+  :func:`~dexai_memory.text.json_input.loads` (nesting 100,000 deep is a
+  ``-32700``, a lone surrogate becomes U+FFFD), one over :data:`MAX_MESSAGE`
+  bytes is a ``-32700`` too; end of input (or SIGTERM) ends it with exit code 0.
 * **Tool calls go to the daemon.** ``tools/call`` is forwarded to the daemon's
   ``tool.call`` socket operation (:mod:`dexai_memory.agent_tools.ops`), which
   answers with the MCP result: the one writer of the store decides, with the
@@ -46,6 +49,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, NamedTuple
 
 from .agent_tools.specs import TOOL_SPECS
+from .text.json_input import JsonInputError, loads
 from .version import __version__
 
 #: Name of the server in the plugin's ``.mcp.json`` (and its MCP ``serverInfo``).
@@ -60,6 +64,8 @@ START_WAIT = 20.0
 CALL_TIMEOUT = 120.0
 #: How long, at the end of input, calls still under way get to reach the daemon.
 EXIT_GRACE = 5.0
+#: Longest message (line) read; the rest of a longer one is skipped and answered a parse error.
+MAX_MESSAGE = 16 * 1024 * 1024
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -297,8 +303,8 @@ class StdioServer:
         if not line.strip():
             return
         try:
-            message = json.loads(line)
-        except ValueError as exc:  # not UTF-8 or not JSON
+            message = loads(line)
+        except JsonInputError as exc:  # not UTF-8, not JSON, or nested too deep
             self.send(_error(None, PARSE_ERROR, f"Parse error: {exc}"))
             return
         if isinstance(message, list):  # a JSON-RPC batch: answered together, in order
@@ -319,7 +325,11 @@ class StdioServer:
     def send(self, payload: dict[str, Any] | list[Any] | None) -> None:
         if payload is None:
             return
-        data = json.dumps(payload).encode() + b"\n"
+        try:
+            data = json.dumps(payload).encode() + b"\n"
+        except (TypeError, ValueError) as exc:  # an answer that cannot be written is a bug: say so
+            msg_id = payload.get("id") if isinstance(payload, dict) else None
+            data = json.dumps(_error(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")).encode() + b"\n"
         with self._write_lock:
             try:
                 self._out.write(data)
@@ -330,10 +340,19 @@ class StdioServer:
     def serve(self) -> None:
         """Answer messages until end of input; calls still under way get :data:`EXIT_GRACE` seconds."""
         while True:
-            line = self._in.readline()
+            line = self._in.readline(MAX_MESSAGE + 1)
             if not line:
                 break
-            self.handle_line(line)
+            if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
+                while (rest := self._in.readline(MAX_MESSAGE)) and not rest.endswith(b"\n"):
+                    pass  # the rest of a message too long to read
+                self.send(_error(None, PARSE_ERROR, f"Parse error: a message is at most {MAX_MESSAGE} bytes"))
+                continue
+            try:
+                self.handle_line(line)
+            except Exception as exc:  # a bug must not end the server: the client gets an answer
+                _log("ERROR", "a message crashed the server: %s: %s", type(exc).__name__, exc)
+                self.send(_error(None, INTERNAL_ERROR, f"internal error: {type(exc).__name__}"))
         deadline = time.monotonic() + EXIT_GRACE
         for thread in self._calls:
             thread.join(max(0.0, deadline - time.monotonic()))

@@ -6,8 +6,8 @@ OpenAPI schema (``GET /api/openapi.json``, generated from the routes'
 docstrings). The provider is started with the app (its lifespan) and closed
 with it, unless one already started is handed in (the daemon's).
 
-Errors are ``{"error": "..."}``: 400 for a bad body or value, 401 without the
-token, 404 for a memory or contradiction that is not this user's, 409 for the
+Errors are ``{"error": "..."}``: 400 for a bad body or value (hostile JSON
+included), 413 for a body over the cap, 401 without the token, 404 for a memory or contradiction that is not this user's, 409 for the
 11th pin, a clear confirmed for another count and nothing to undo.
 """
 
@@ -34,7 +34,7 @@ from ..lifecycle.clear import NothingToUndo
 from ..version import __version__
 from . import context, memories, upkeep
 from .auth import TokenMiddleware
-from .requests import ApiState, StateConflict
+from .requests import ApiState, BodyTooLarge, StateConflict
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -60,6 +60,8 @@ def status_of(exc: DexaiMemoryError) -> int:
     """The HTTP status of one of our errors."""
     if isinstance(exc, PinLimitReached | NothingToUndo | StateConflict):
         return 409
+    if isinstance(exc, BodyTooLarge):
+        return 413
     if isinstance(exc, MemoryNotFound | LookupError):
         return 404
     if isinstance(exc, InvalidMemory | ValueError):

@@ -2,13 +2,15 @@
 
 Every problem becomes :class:`BadRequest` (an
 :class:`~dexai_memory.errors.InvalidMemory`), answered 400 with
-``{"error": "..."}`` naming the field; :func:`memory_json` is how a memory
+``{"error": "..."}`` naming the field, and a body over :data:`MAX_BODY_BYTES`
+:class:`BodyTooLarge` (413, read no further). Bodies are decoded by
+:func:`~dexai_memory.text.json_input.loads`: nesting 100,000 deep is a 400, a lone
+surrogate becomes U+FFFD; :func:`memory_json` is how a memory
 looks in every answer (its fields and its ``category``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ from starlette.requests import Request
 from ..agent_tools.tools import category_of
 from ..errors import DexaiMemoryError, InvalidMemory
 from ..models import Memory
+from ..text.json_input import JsonInputError, loads
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -26,6 +29,14 @@ if TYPE_CHECKING:
 
 class BadRequest(InvalidMemory):
     """A request the API cannot act on: bad JSON, a missing or mistyped field (answered 400)."""
+
+
+class BodyTooLarge(BadRequest):
+    """A body over :data:`MAX_BODY_BYTES` (answered 413)."""
+
+
+#: Largest request body read (a long session's messages to assemble fit; the token is checked first).
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 class StateConflict(DexaiMemoryError):
@@ -56,14 +67,25 @@ def state(request: Request) -> ApiState:
 
 async def body(request: Request, *, required: bool = True) -> dict[str, Any]:
     """The JSON object sent; ``{}`` for an empty body unless ``required``."""
-    raw = await request.body()
+    too_large = BodyTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if not raw.strip():
         if required:
             raise BadRequest("this request needs a JSON object body")
         return {}
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
+        data = loads(raw)
+    except JsonInputError as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise BadRequest(f"the body must be a JSON object, not {type(data).__name__}")

@@ -13,6 +13,16 @@ carry several requests in turn. The daemon's operations are listed in
 :mod:`dexai_memory.daemon.ops`. A handler is an async callable taking the request dict
 and returning a dict; our own errors become ``{"ok": false, "error": ...}`` and the
 server keeps serving.
+
+Bounded for a hostile or broken client: a listen backlog of :data:`BACKLOG` (a burst of hook
+processes waits instead of being refused; the client retries a connect the kernel turns away
+while the backlog is full), :data:`READ_TIMEOUT` seconds for each whole request (a client
+sending a byte a second is answered an error and dropped), :data:`MAX_LINE` bytes a request,
+and :data:`MAX_CONNECTIONS` connections at once. At the limit a new connection displaces the
+oldest one that is not being answered and has waited :data:`MIN_IDLE` seconds (idle, or still
+sending), so idle or slow clients can never keep a hook out; when there is none the new one is
+told ``busy`` and :func:`ipc_request` tries again until its deadline. Hostile JSON (nesting 100,000 deep, lone surrogates) is decoded by
+:func:`~dexai_memory.text.json_input.loads` and answered an error object, never a drop.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..text.json_input import JsonInputError, loads
 from ..version import __version__
 
 logger = logging.getLogger(__name__)
@@ -37,6 +48,20 @@ MAX_LINE = 4 * 1024 * 1024
 MAX_SOCKET_PATH = 107
 #: Header prefix (lower case) of a hook's identity variables in an HTTP request on the socket.
 ENV_HEADER = "x-dexai-env-"
+#: Connections served at once (each is a file descriptor; the daemon's limit is often 1,024).
+MAX_CONNECTIONS = 256
+#: Pending connects the kernel holds (it caps this at ``net.core.somaxconn``, 4,096 on current Linux).
+BACKLOG = 2048
+#: Seconds a connection has to send its next whole request (hook clients send at once).
+READ_TIMEOUT = 30.0
+#: Longest HTTP head (request line and headers) read on the socket.
+MAX_HTTP_HEAD = 64 * 1024
+#: Seconds between connect attempts the kernel turned away with a full backlog (``EAGAIN``), and
+#: between requests the daemon answered ``busy``.
+CONNECT_RETRY = 0.01
+#: Seconds a connection must have waited without a whole request before a newer one may displace it
+#: (a client of a burst, about to send, is never displaced).
+MIN_IDLE = 0.5
 
 
 # --------------------------------------------------------------------------- client (stdlib only)
@@ -52,11 +77,29 @@ def ipc_request(socket_path: str | os.PathLike[str], payload: Mapping[str, Any],
     path = os.fspath(socket_path)
     if len(path.encode()) > MAX_SOCKET_PATH or not os.path.exists(path):
         return None
+    while True:
+        answer = _request_once(path, payload, deadline)
+        if answer is None or not answer.get("busy") or time.monotonic() + CONNECT_RETRY >= deadline:
+            return answer
+        time.sleep(CONNECT_RETRY)
+
+
+def _request_once(path: str, payload: Mapping[str, Any], deadline: float) -> dict[str, Any] | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(max(0.001, timeout))
-        sock.connect(path)
-        sock.sendall(json.dumps(dict(payload), default=str).encode() + b"\n")
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        while True:
+            try:
+                sock.connect(path)
+                break
+            except BlockingIOError:  # the daemon's backlog is full for a moment (a burst of hooks)
+                if time.monotonic() + CONNECT_RETRY >= deadline:
+                    return None
+                time.sleep(CONNECT_RETRY)
+        try:
+            sock.sendall(json.dumps(dict(payload), default=str).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a daemon answering ``busy`` closes at once: its answer may still be there to read
         chunks: list[bytes] = []
         while True:
             left = deadline - time.monotonic()
@@ -96,6 +139,37 @@ def _same_user(sock: Any) -> bool:
 
 
 
+def _raise_file_limit(wanted: int = 65_536) -> None:
+    """Raise this process's soft limit of open files towards its hard limit (the daemon's other
+    doors, the API port among them, must not be able to use up the descriptors the socket needs)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            logger.debug("could not raise the open-file limit from %s", soft)
+
+
+class _Connection:
+    """One client of the socket: its writer, whether a request of it is being answered, since when."""
+
+    __slots__ = ("answering", "since", "writer")
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self.answering = False
+        #: ``time.monotonic()`` since which it waits for a request.
+        self.since = time.monotonic()
+
+
+BUSY = b'{"ok": false, "busy": true, "error": "the daemon is answering too many connections; try again"}\n'
+
+
 class IpcServer:
     """Serves registered operations on a Unix socket (run by the daemon)."""
 
@@ -106,6 +180,14 @@ class IpcServer:
         self.requests = 0
         #: ``time.monotonic()`` of the last request (or of the start): for the idle exit.
         self.last_request = time.monotonic()
+        #: See :data:`MAX_CONNECTIONS` and :data:`READ_TIMEOUT` (set before :meth:`start`).
+        self.max_connections = MAX_CONNECTIONS
+        self.read_timeout = READ_TIMEOUT
+        #: Open connections, oldest first.
+        self._connections: dict[int, _Connection] = {}
+        #: Connections closed to make room for a newer one, and ones told ``busy``.
+        self.displaced = 0
+        self.refused_busy = 0
 
     def register(self, op: str, handler: Handler) -> None:
         """Add (or replace) the handler of ``op``."""
@@ -114,6 +196,11 @@ class IpcServer:
     @property
     def serving(self) -> bool:
         return self._server is not None
+
+    @property
+    def connections(self) -> int:
+        """Connections open now."""
+        return len(self._connections)
 
     async def start(self) -> None:
         """Listen on the socket. A stale socket file (no one answering) is replaced.
@@ -137,9 +224,11 @@ class IpcServer:
                 raise DexaiMemoryError(f"a daemon is already running on {self.path} (pid {answer.get('pid')})")
             logger.info("removing stale socket %s", self.path)
             self.path.unlink()
+        _raise_file_limit()
         old_umask = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_LINE)
+            self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_LINE,
+                                                           backlog=BACKLOG)
         finally:
             os.umask(old_umask)
         os.chmod(self.path, 0o600)
@@ -147,10 +236,19 @@ class IpcServer:
 
     async def aclose(self) -> None:
         """Stop listening and remove the socket file."""
+        import asyncio
+
         server, self._server = self._server, None
         if server is None:
             return
         server.close()
+        for conn in list(self._connections.values()):
+            if not conn.answering:
+                conn.writer.transport.abort()  # idle clients would hold wait_closed() open
+        for _ in range(100):  # their handlers end at once; let them before the loop may close
+            if not any(not c.answering for c in self._connections.values()):
+                break
+            await asyncio.sleep(0.01)
         await server.wait_closed()
         try:
             self.path.unlink()
@@ -180,6 +278,21 @@ class IpcServer:
         out.setdefault("version", __version__)  # hooks replace a daemon of another version
         return out
 
+    def _admit(self, writer: Any) -> _Connection | None:
+        """Room for a new connection: at the limit, the oldest one not being answered is closed;
+        None when every connection is being answered."""
+        if len(self._connections) >= self.max_connections:
+            now = time.monotonic()
+            victim = next((key for key, conn in self._connections.items()
+                           if not conn.answering and now - conn.since >= MIN_IDLE), None)
+            if victim is None:
+                return None
+            self._connections.pop(victim).writer.transport.abort()
+            self.displaced += 1
+        conn = _Connection(writer)
+        self._connections[id(writer)] = conn
+        return conn
+
     async def _serve(self, reader: Any, writer: Any) -> None:
         import asyncio
 
@@ -187,39 +300,56 @@ class IpcServer:
             logger.warning("refused a socket connection from another user")
             writer.close()
             return
+        conn = self._admit(writer)
+        if conn is None:
+            self.refused_busy += 1
+            writer.write(BUSY)
+            writer.close()
+            return
         try:
             first = True
             while True:
                 try:
-                    line = await reader.readline()
+                    async with asyncio.timeout(self.read_timeout):
+                        line = await reader.readline()
+                except TimeoutError:
+                    await self._write(writer, {"ok": False, "error": f"no whole request within {self.read_timeout:g} s"})
+                    return
                 except (ValueError, asyncio.LimitOverrunError):
-                    writer.write(b'{"ok": false, "error": "request line too long"}\n')
-                    await writer.drain()
+                    await self._write(writer, {"ok": False, "error": f"request line too long (over {MAX_LINE} bytes)"})
                     return
                 if not line:
                     return
                 if first and line.startswith(b"POST /"):
-                    await self._http(line, reader, writer)
+                    await self._http(line, reader, writer, conn)
                     return
                 first = False
                 if not line.strip():
                     continue
+                conn.answering = True
                 try:
-                    request = json.loads(line)
-                except ValueError as exc:
+                    request = loads(line)
+                except JsonInputError as exc:
                     answer: dict[str, Any] = {"ok": False, "error": f"not JSON: {exc}"}
                 else:
                     answer = await self._answer(request)
-                writer.write(json.dumps(answer, default=str).encode() + b"\n")
-                await writer.drain()
+                await self._write(writer, answer)
+                conn.answering, conn.since = False, time.monotonic()
         except (ConnectionError, BrokenPipeError):
             return
         finally:
+            if self._connections.get(id(writer)) is conn:
+                del self._connections[id(writer)]
             writer.close()
             try:
                 await writer.wait_closed()
             except (ConnectionError, BrokenPipeError):
                 pass
+
+    @staticmethod
+    async def _write(writer: Any, answer: dict[str, Any]) -> None:
+        writer.write(json.dumps(answer, default=str).encode() + b"\n")
+        await writer.drain()
 
     async def _answer(self, request: Any) -> dict[str, Any]:
         try:
@@ -228,16 +358,15 @@ class IpcServer:
             logger.exception("socket op %r crashed", request.get("op") if isinstance(request, dict) else None)
             return {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
 
-    async def _http(self, request_line: bytes, reader: Any, writer: Any) -> None:
-        """One hook event over HTTP/1.1 on this socket (the plugin's launcher sends it with
-        ``curl --unix-socket``): ``POST /hook/<event>[?async=1]``, the hook's JSON input as the
-        body, the hook's identity variables as ``X-Dexai-Env-<NAME>`` headers. Always answers
-        200 with the hook's answer as the body (a no-op when anything failed), then closes."""
-        from urllib.parse import parse_qs, urlsplit
-
+    async def _read_http(self, reader: Any) -> tuple[dict[str, str], bytes] | int:
+        """The headers and body of an HTTP request on the socket, or the status refusing it."""
         headers: dict[str, str] = {}
+        size = 0
         while True:
             line = await reader.readline()
+            size += len(line)
+            if size > MAX_HTTP_HEAD:
+                return 431
             if not line or line in (b"\r\n", b"\n"):
                 break
             name, _, value = line.decode("latin-1").partition(":")
@@ -245,27 +374,59 @@ class IpcServer:
         try:
             length = int(headers.get("content-length") or 0)
         except ValueError:
-            length = 0
-        body = await reader.readexactly(length) if 0 < length <= MAX_LINE else b""
+            return 400
+        if not 0 <= length <= MAX_LINE:
+            return 413
+        return headers, (await reader.readexactly(length) if length else b"")
+
+    async def _http(self, request_line: bytes, reader: Any, writer: Any, conn: _Connection) -> None:
+        """One hook event over HTTP/1.1 on this socket (the plugin's launcher sends it with
+        ``curl --unix-socket``): ``POST /hook/<event>[?async=1]``, the hook's JSON input as the
+        body, the hook's identity variables as ``X-Dexai-Env-<NAME>`` headers. Answers 200 with
+        the hook's answer as the body (a no-op when anything failed), then closes; a request too
+        large or too slow (:data:`READ_TIMEOUT` for head and body) is answered 413, 431 or 408
+        with a no-op body."""
+        import asyncio
+        from urllib.parse import parse_qs, urlsplit
+
         parts = request_line.decode("latin-1").split()
         url = urlsplit(parts[1] if len(parts) > 1 else "/")
         event = url.path.removeprefix("/hook/") if url.path.startswith("/hook/") else ""
+        noop = "" if event == "pre-compact" else {}
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                read = await self._read_http(reader)
+        except TimeoutError:
+            read = 408
+        except (ValueError, asyncio.LimitOverrunError):
+            read = 431
+        except asyncio.IncompleteReadError:
+            return
+        if isinstance(read, int):
+            await self._http_reply(writer, read, noop)
+            return
+        headers, body = read
+        conn.answering = True
         env = {name[len(ENV_HEADER):].upper(): value for name, value in headers.items()
                if name.startswith(ENV_HEADER) and value}
         try:
-            payload = json.loads(body.decode("utf-8", "replace")) if body.strip() else {}
-        except ValueError:
+            payload = loads(body) if body.strip() else {}
+        except JsonInputError:
             payload = None
         answer = await self._answer({"op": "hook.event", "event": event, "payload": payload, "env": env,
                                      "background": parse_qs(url.query).get("async") == ["1"],
                                      "received": time.time()})
         reply = answer.get("answer")
-        if reply is None:
-            reply = "" if event == "pre-compact" else {}
+        await self._http_reply(writer, 200, noop if reply is None else reply)
+
+    @staticmethod
+    async def _http_reply(writer: Any, status: int, reply: Any) -> None:
+        reason = {200: b"OK", 400: b"Bad Request", 408: b"Request Timeout", 413: b"Payload Too Large",
+                  431: b"Request Header Fields Too Large"}.get(status, b"Error")
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         data = text.encode("utf-8", "replace")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + (b"text/plain" if isinstance(reply, str)
-                                                               else b"application/json")
+        writer.write(b"HTTP/1.1 " + str(status).encode() + b" " + reason + b"\r\nContent-Type: "
+                     + (b"text/plain" if isinstance(reply, str) else b"application/json")
                      + b"; charset=utf-8\r\nConnection: close\r\nContent-Length: "
                      + str(len(data)).encode() + b"\r\n\r\n" + data)
         await writer.drain()

@@ -73,7 +73,7 @@ async def serve(settings: Settings, *, schedule: bool = True, flush_timeout: flo
             from .http_hooks import HookHttpServer
 
             http = HookHttpServer(daemon, settings.daemon.http_port)
-            if not await http.start():
+            if not await http.start_if_installed():
                 http = None
         watch = asyncio.ensure_future(idle_watch(daemon, idle_exit_minutes, stop)) if idle_exit_minutes > 0 \
             else None

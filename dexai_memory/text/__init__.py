@@ -4,7 +4,8 @@
   stop list (:data:`STOP_WORDS`);
 * :mod:`~dexai_memory.text.tokens`: the token estimate every budget uses;
 * :mod:`~dexai_memory.text.dates`: relative dates resolved against a turn's time;
-* :mod:`~dexai_memory.text.redaction`: ``<private>`` text and secrets kept out of memory.
+* :mod:`~dexai_memory.text.redaction`: ``<private>`` text and secrets kept out of memory;
+* :mod:`~dexai_memory.text.json_input`: JSON from outside, with bounded nesting and no lone surrogates.
 
 Standard library only. Names load from their module on first use (the command
 hook imports this package on every event and needs one or two of them).
