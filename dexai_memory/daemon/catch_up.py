@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .session_state import TRANSCRIPT_TAIL_BYTES, redact_for_state, safe_id, text_of, transcript_file, turn_id
+from .session_state import (
+    TRANSCRIPT_TAIL_BYTES,
+    redact_for_state,
+    safe_id,
+    text_of,
+    transcript_file,
+    turn_id,
+)
 
 #: Longest prompt kept (the session state's cut, so keys of both paths agree).
 MAX_PROMPT = 4000
