@@ -246,7 +246,7 @@ def mounted(home: Path, *options: str) -> Iterator[None]:
     try:
         yield
     finally:
-        subprocess.run(["umount", str(home)], capture_output=True, check=False)
+        subprocess.run(["umount", "--lazy", str(home)], capture_output=True, check=False)
 
 
 @pytest.mark.skipif(not ROOT, reason="a real full disk and a read-only mount need root (mount)")
