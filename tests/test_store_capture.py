@@ -29,7 +29,14 @@ from dexai_memory.daemon.core import MemoryDaemon
 from dexai_memory.errors import QueueError
 from dexai_memory.models import Turn
 from dexai_memory.supersession.rules import OfflineClassifier
-from tests.hook_daemon import handle, launch, queued_events, queued_turns, running_daemon, write_transcript
+from tests.hook_daemon import (
+    handle,
+    launch,
+    queued_events,
+    queued_turns,
+    running_daemon,
+    write_transcript,
+)
 from tests.pipeline_fakes import JoinSummarizer
 
 PROMPTS = [f"Remember that I prefer the {theme} theme for the {tool} editor on this project"
@@ -264,20 +271,26 @@ async def test_real_disk_faults_lose_no_prompt(fault: str, tmp_path: Path, monke
         async with running_daemon(settings, serve_socket=True):
             for i in range(len(PROMPTS)):
                 if i == FAULTY[0] and fault == "disk-full":
-                    subprocess.run(["dd", "if=/dev/zero", f"of={home}/ballast", "bs=64k"], capture_output=True,
-                                   check=False)
+                    await sh("dd", "if=/dev/zero", f"of={home}/ballast", "bs=64k", check=False)
                 if i == FAULTY[0] and fault == "read-only":
-                    subprocess.run(["mount", "--bind", str(home), str(home)], check=True)
-                    subprocess.run(["mount", "-o", "remount,bind,ro", str(home)], check=True)
+                    await sh("mount", "--bind", str(home), str(home))
+                    await sh("mount", "-o", "remount,bind,ro", str(home))
                 await say(home, transcript, turns, i, sid=f"s-{fault}")
                 if i == FAULTY[-1]:
                     if fault == "disk-full":
                         (home / "ballast").unlink()
                     else:
-                        subprocess.run(["umount", str(home)], check=True)
+                        await sh("umount", str(home))
         assert sorted(user_prompts(home)) == sorted(PROMPTS)
 
 
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+async def sh(*command: str, check: bool = True) -> None:
+    """Run ``command`` (a mount, a fill) off the event loop the daemon answers on."""
+    import asyncio
+
+    await asyncio.to_thread(subprocess.run, list(command), capture_output=True, check=check)

@@ -26,7 +26,7 @@ from dexai_memory.config import load_settings
 from dexai_memory.errors import DatabaseCorrupt
 from dexai_memory.models import Memory
 from dexai_memory.providers.native import NativeProvider
-from dexai_memory.providers.native.damage import damage_reason, mark_path
+from dexai_memory.providers.native.damage import mark_path
 
 
 def dexai(*args: str) -> tuple[int, str]:

@@ -50,9 +50,10 @@ from ..models import (
     is_tool_origin,
     utcnow,
 )
-from . import contradictions
+from . import changes, contradictions
 from .chain import link, supersede
 from .rules import OfflineClassifier, guard_meaning
+from .statements import statement_words
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -79,19 +80,25 @@ async def apply(provider: MemoryProvider, decision: UpdateDecision, note: Memory
 def keeps_history(decision: UpdateDecision, note: Memory, old: Memory) -> UpdateDecision:
     """``decision`` as a SUPERSEDE when it is an UPDATE that changes a value of ``old`` rather than
     adding detail to it: the offline rules read the note (or the merged text) against the memory as
-    a change ("I left Initech and now work at Globex"). An UPDATE rewrites the memory in place, so
-    the old value would be only in an event's details; a SUPERSEDE keeps it as a memory of its own,
-    valid until the change, shown by ``dexai memory history`` and ``--as-of``. Whatever the
-    classifier (a model may answer UPDATE with a merged text that still names the old value)."""
+    a change ("I left Initech and now work at Globex"), and it is not a plain addition (every word
+    of the memory kept, no change word added: "green tea" -> "green tea with honey" stays an
+    UPDATE). An UPDATE rewrites the memory in place, the old text only in its event's details; a
+    SUPERSEDE keeps the old value as a memory of its own, valid until the change, shown by
+    ``dexai memory history`` and ``--as-of``. Whatever the classifier (a model may answer UPDATE
+    with a merged text that still names the old value)."""
     if decision.action is not UpdateAction.UPDATE or decision.memory_id != old.id:
         return decision
-    rules = OfflineClassifier()
+    rules, before = OfflineClassifier(), statement_words(old.content)
     for text in dict.fromkeys((note.content, decision.merged_content or note.content)):
         verdict = rules.decide(text, old)
-        if verdict.action is UpdateAction.SUPERSEDE and not isinstance(verdict, contradictions.Unsure):
-            return UpdateDecision(UpdateAction.SUPERSEDE, old.id, f"changes a value ({verdict.reason}): superseded, "
-                                  f"the old memory stays in history ({decision.reason})",
-                                  merged_content=decision.merged_content)
+        if verdict.action is not UpdateAction.SUPERSEDE or isinstance(verdict, contradictions.Unsure):
+            continue
+        words = statement_words(text)
+        if before <= words and not changes.marks_change(words - before):
+            continue  # more detail, said as such
+        return UpdateDecision(UpdateAction.SUPERSEDE, old.id, f"changes a value ({verdict.reason}): superseded, "
+                              f"the old memory stays in history ({decision.reason})",
+                              merged_content=decision.merged_content)
     return decision
 
 
