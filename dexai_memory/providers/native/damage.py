@@ -1,10 +1,9 @@
 """A damaged memory database: how it is recognised, and the mark that keeps it from being written.
 
 A database is *damaged* when SQLite says so (``database disk image is malformed``, ``file is
-not a database``, a failing ``PRAGMA quick_check``), when its schema cannot even be decoded,
-or when ``memory.db`` is empty while the data directory shows it held memories (a backup of it,
-a copy set aside by a migration or a restore, extraction jobs done in ``queue.db``): that file
-lost its content, and creating a new store over it would hide the loss.
+not a database``, a failing ``PRAGMA integrity_check`` or ``quick_check``), when its schema
+cannot even be decoded, or when ``memory.db`` lost its content (below): creating a new store
+over it would hide the loss.
 
 Once seen, the damage is written down in ``memory.db.damaged`` (JSON: the reason, when, and the
 file's device and inode). Every open of the store checks that mark (one ``stat``) and refuses
@@ -16,7 +15,8 @@ backup (a new inode) or a file moved in by hand is not refused, and the stale ma
 SQLite writes its header when it sets a store up (WAL mode), so a store file it wrote to is never
 empty again. A zero-length ``memory.db`` is damage when it is the very file SQLite set up (its
 device and inode recorded in ``memory.db.id``: it was emptied in place, ``> memory.db``), or when
-it is older than :data:`SETUP_GRACE_SECONDS` and the data directory shows the store held memories.
+it is older than :data:`SETUP_GRACE_SECONDS` and the data directory shows the store held memories
+(a backup of it, a copy set aside by a migration or a restore, a non-empty ``-wal``).
 Any other empty file (made by hand in a fresh data directory, or being set up by another process
 right now) is a new store. A *missing* ``memory.db`` is always a new store: removing the damaged
 or emptied file is how a user starts over on purpose.
@@ -104,7 +104,7 @@ def clear_mark(db: Path) -> None:
 
 def signs_of_data(db: Path) -> list[str]:
     """What in ``db``'s directory shows the store held data: copies of it (``<db>.bak-*``,
-    ``backups/*/<db name>``), a non-empty ``-wal``, extraction jobs done in ``queue.db``."""
+    ``backups/*/<db name>``), a non-empty ``-wal``."""
     home, name = db.parent, db.name
     signs: list[str] = []
     with contextlib.suppress(OSError):
@@ -116,18 +116,6 @@ def signs_of_data(db: Path) -> list[str]:
     with contextlib.suppress(OSError):
         if os.path.getsize(db.with_name(name + "-wal")) > 0:
             signs.append(f"its write-ahead log {name}-wal holds changes")
-    queue = home / "queue.db"
-    if queue.is_file():
-        import sqlite3
-
-        with contextlib.suppress(sqlite3.Error, OSError):
-            conn = sqlite3.connect(f"file:{queue}?mode=ro", uri=True, timeout=1.0)
-            try:
-                done = conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'done'").fetchone()[0]
-            finally:
-                conn.close()
-            if done:
-                signs.append(f"{done} turn(s) extracted into it (queue.db)")
     return signs
 
 
