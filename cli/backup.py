@@ -33,6 +33,12 @@ def backup(output: Path | None, list_only: bool, ctx: Context) -> None:
                  for b in backups] or [f"No backups in {ctx.settings.backup_dir} yet ('dexai memory backup')."]
         ctx.emit([b.to_dict() for b in backups], "\n".join(lines))
         return
+    from dexai_memory.providers.native.damage import damage_reason
+
+    damaged = damage_reason(ctx.settings.db_path)
+    if damaged is not None:  # a copy of it would push good backups out of the kept ones
+        fail(f"{ctx.settings.db_path} is damaged ({damaged}): not backed up; put a good backup back with "
+             "'dexai memory restore-backup PATH' ('dexai memory backup --list')")
     try:
         made = create_backup(ctx.settings, output)
     except DexaiMemoryError as exc:
@@ -60,10 +66,13 @@ def restore_backup(path: Path, queue: bool, yes: bool, ctx: Context) -> None:
     if not yes and not ctx.json and sys.stdin.isatty():
         click.confirm(f"Replace the memories in {ctx.settings.home} with {path}? (the current files are kept "
                       "aside as .bak)", abort=True)
+    from dexai_memory.providers.native.damage import clear_mark
+
     try:
         done = restore(ctx.settings, path, queue=queue)
     except DexaiMemoryError as exc:
         fail(str(exc))
+    clear_mark(ctx.settings.db_path)  # the damaged file is set aside (a mark holds for that file only)
     text = "Restored " + ", ".join(str(p) for p in done.restored)
     if done.set_aside:
         text += "\nThe previous files were kept as: " + ", ".join(str(p) for p in done.set_aside)

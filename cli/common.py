@@ -116,11 +116,18 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def run(coro: Awaitable[T]) -> T:
-    """Run a coroutine; our own errors become a clean message and exit code 1."""
+    """Run a coroutine; our own errors become a clean message and exit code 1, and so does a
+    damaged database met past the checks at open (a read of a bad page of a big store)."""
     try:
         return asyncio.run(coro)  # type: ignore[arg-type]
     except DexaiMemoryError as exc:
         fail(str(exc))
+    except Exception as exc:
+        from dexai_memory.providers.native.damage import RESTORE_HINT, is_corruption
+
+        if type(exc).__name__ != "DatabaseError" or not is_corruption(exc):  # sqlite3's or sqlean's
+            raise
+        fail(f"a database is damaged ({str(exc)[:200]}); {RESTORE_HINT}")
 
 
 def daemon_or_local(ctx: Context, request: dict[str, Any],

@@ -100,12 +100,20 @@ def _extractor_checks(settings: Settings) -> list[Check]:
 
 
 async def _provider_check(settings: Settings) -> Check:
+    from dexai_memory.errors import DatabaseCorrupt
     from dexai_memory.providers import make_provider
+    from dexai_memory.providers.native.database import Database
 
     name = f"provider ({settings.storage.provider})"
     try:
         async with make_provider(settings) as provider:
             status = await provider.health_check()
+            database = getattr(provider, "database", None)
+            if isinstance(database, Database):
+                await database.check(full=True)  # every page and index, whatever the size
+    except DatabaseCorrupt as exc:
+        return Check(name, False, str(exc), "put a backup back: 'dexai memory backup --list', then "
+                     "'dexai memory restore-backup PATH' (the damaged file is kept aside)")
     except DexaiMemoryError as exc:
         fix = ("move the file aside and put a backup back: 'dexai memory backup --list', then "
                "'dexai memory restore-backup PATH'") if "SQLite" in str(exc) else ""
@@ -183,11 +191,15 @@ def write_probe(path: Path, *, stdlib: bool = False) -> str | None:
 def _write_checks(settings: Settings) -> list[Check]:
     """The databases can be written: a read-only memory.db or queue.db (or data directory) makes every
     extraction fail while reads still work."""
+    from dexai_memory.providers.native.damage import damage_reason
+
     out = []
     for label, path, stdlib in (("database writable", settings.db_path, False),
                                 ("queue writable", settings.home / "queue.db", True)):
         if settings.storage.provider != "native" and not stdlib or not path.exists():
             continue
+        if not stdlib and damage_reason(path) is not None:
+            continue  # a damaged store is never written to, not even by a rolled-back probe
         problem = write_probe(path, stdlib=stdlib)
         if problem is None:
             out.append(Check(label, True, f"{path} accepts writes"))

@@ -340,7 +340,8 @@ def history(memory_id: str, ctx: Context) -> None:
         click.echo(f"{m.id}  [{start} -> {until}]  {m.content}")
         for ev in entry.events:
             rel = f" -> {ev.related_id}" if ev.related_id else ""
-            click.echo(f"    {ev.at.strftime('%Y-%m-%d %H:%M:%S')}  {ev.action}{rel}: {ev.reason}")
+            click.echo(f"    {ev.at.strftime('%Y-%m-%d %H:%M:%S')}  {ev.action}{rel}: {ev.reason}"
+                       + (f"\n        was: {ev.details['before']}" if (ev.details or {}).get("before") else ""))
 
 
 # --------------------------------------------------------------------------- stats / doctor / reembed

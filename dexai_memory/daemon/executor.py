@@ -51,6 +51,7 @@ from ..errors import DexaiMemoryError
 from ..models import Turn, utcnow
 from ..recall.ranking import RecallResult, auto_recall
 from .actions import HookActions
+from .catch_up import TranscriptPrompt, missing_prompts, prompt_key, prompt_text, transcript_prompts
 from .event import HookEvent, empty_answer
 from .session_state import (
     MAX_TOOL_TEXT,
@@ -137,6 +138,10 @@ class EventExecutor:
     def __init__(self, daemon: Host):
         self.daemon = daemon
         self._model: asyncio.Task[Any] | None = None
+        #: Sessions whose prompts all reached the queue as far as this daemon knows: the first
+        #: Stop of a session (since this daemon started) and the first after a failed event
+        #: catch up from the transcript (:mod:`.catch_up`).
+        self._caught_up: set[str] = set()
 
     @property
     def settings(self) -> Settings:
@@ -169,7 +174,12 @@ class EventExecutor:
         handler = handlers.get(event.name)
         if handler is None:
             return {}  # post-compact: nothing to inject
-        return await handler(event)
+        try:
+            return await handler(event)
+        except BaseException:
+            # what this event should have recorded may be missing: the next Stop reads the transcript
+            self._caught_up.discard(event.session_id)
+            raise
 
     async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
                      exclude_ids: Sequence[str] = (), max_memories: int | None = None,
@@ -277,17 +287,25 @@ class EventExecutor:
         settings, sid = self.settings, event.session_id
         prompt = str(event.payload.get("prompt") or "")
 
-        def record() -> tuple[dict[str, Any], dict[str, Any] | None, str | None, list[str]]:
+        def record() -> tuple[dict[str, Any], dict[str, Any] | None, str | None, list[str], bool]:
             # the prompt first (redacted, for Stop to queue): a failing recall must not lose it
             state = load_session(settings, sid)
             hints = ReflectionHints.from_json(state.get("hints"))
             hint = hints.on_user_prompt(prompt)
-            remember_injected(settings, sid, [], prompt=redact_for_state(prompt),
-                              prompt_id=event.payload.get("prompt_id"), extra={"hints": hints.to_json()},
-                              at=event.received)
-            return state, read_marker(settings, sid), hint, recent_texts(dict(event.payload))
+            try:
+                remember_injected(settings, sid, [], prompt=redact_for_state(prompt),
+                                  prompt_id=event.payload.get("prompt_id"), extra={"hints": hints.to_json()},
+                                  at=event.received)
+                recorded = True
+            except OSError as exc:  # a full disk, a read-only data directory: queued directly below
+                logger.warning("the prompt of session %s was not recorded (%s): queueing it now", sid, exc)
+                recorded = False
+            return state, read_marker(settings, sid), hint, recent_texts(dict(event.payload)), recorded
 
-        state, marker, hint, recent = await asyncio.to_thread(record)
+        state, marker, hint, recent, recorded = await asyncio.to_thread(record)
+        if not recorded:
+            self._caught_up.discard(sid)
+            await self.queue_prompt(event, prompt)
         if event.replayed:
             return {}
         start = ""
@@ -374,9 +392,12 @@ class EventExecutor:
     async def on_stop(self, event: HookEvent) -> dict[str, Any]:
         """Queue the turn: its prompts (recorded by UserPromptSubmit) and the reply. An async
         Stop may run beside the next prompt's UserPromptSubmit: it queues the prompts received
-        before it (the next Stop queues the later ones)."""
+        before it (the next Stop queues the later ones). The session's first Stop since the
+        daemon started, and the first after a failed event, first queue the transcript's
+        answered prompts no hook queued (a fault kept them out)."""
         reply = str(event.payload.get("last_assistant_message") or "")
-        await self.close_turn(event, reply=reply, before=event.received if event.background else None)
+        await self.close_turn(event, reply=reply, before=event.received if event.background else None,
+                              catch_up=not event.replayed and event.session_id not in self._caught_up)
         return {}
 
     async def on_session_end(self, event: HookEvent) -> dict[str, Any]:
@@ -396,6 +417,7 @@ class EventExecutor:
         self.daemon.spawn(extracted(), f"session-end:{event.session_id}")
         path = session_file(self.settings, event.session_id)
         await asyncio.to_thread(path.unlink, missing_ok=True)
+        self._caught_up.discard(event.session_id)
         return {}
 
     # ------------------------------------------------------------------ parts of the events
@@ -422,14 +444,21 @@ class EventExecutor:
         verdict = await asyncio.to_thread(self.daemon.submit_turn, turn)
         return bool(verdict.passed)
 
-    async def close_turn(self, event: HookEvent, *, reply: str | None, before: float | None = None) -> int:
+    async def close_turn(self, event: HookEvent, *, reply: str | None, before: float | None = None,
+                         catch_up: bool = False) -> int:
         """Queue the session's pending prompts (received before ``before``; all when None) and
         ``reply``, count the injected memories the reply cited, and drop the prompts from the
-        session's ``pending``. Turn ids are deterministic, so a prompt queued twice (an async
-        Stop and SessionEnd's catch-up) is stored once. Returns how many prompts were queued."""
+        session's ``pending``. With ``catch_up``, first the transcript's prompts no hook queued
+        (:mod:`.catch_up`; only answered ones when ``before`` is set). Turn ids are
+        deterministic, so a prompt queued twice (an async Stop and SessionEnd's catch-up) is
+        stored once. Returns how many prompts were queued."""
         settings, sid = self.settings, event.session_id
         state = await asyncio.to_thread(load_session, settings, sid)
         mine = [p for p in pending_prompts(state) if before is None or float(p.get("at") or 0) <= before]
+        handled: list[str] = []
+        if catch_up:
+            caught = await self.caught_up_prompts(event, state, answered_only=event.name != "session-end")
+            handled = [p.key for p in caught]
         for entry in mine:
             tid = f"{safe_id(sid)}:user:{entry['prompt_id']}" if entry.get("prompt_id") else None
             # raises when the queue cannot be written (disk full): the prompt stays pending, so the
@@ -439,8 +468,11 @@ class EventExecutor:
         if reply.strip():
             # its context (the prompt before it) is the daemon's recent turns of the session
             await self.submit(self.turn(event, kind="assistant", role="assistant", text=reply))
-        if mine or reply.strip():
-            await asyncio.to_thread(forget_pending, settings, sid, mine)
+        if mine or reply.strip() or handled:
+            handled += [prompt_key(str(p["prompt"])) for p in mine]
+            await asyncio.to_thread(lambda: forget_pending(settings, sid, mine, handled))
+        if catch_up:
+            self._caught_up.add(sid)
         self.daemon.queue.notify()
         injected = [str(i) for i in state.get("injected") or []]
         if reply.strip() and injected:
@@ -449,14 +481,51 @@ class EventExecutor:
         return len(mine)
 
     async def catch_up_turn(self, event: HookEvent) -> int:
-        """SessionEnd: queue a turn whose Stop did not finish: the pending prompts and the
-        transcript's last assistant reply. Nothing when every prompt was queued."""
+        """SessionEnd: queue a turn whose Stop did not finish (the pending prompts and the
+        transcript's last assistant reply) and the transcript's prompts no hook queued.
+        Nothing when every prompt was queued."""
         state = await asyncio.to_thread(load_session, self.settings, event.session_id)
         if not pending_prompts(state):
-            return 0
+            return 0 if event.replayed else len(await self.caught_up_prompts(event, state, answered_only=False))
         messages = await asyncio.to_thread(read_transcript, event.payload.get("transcript_path"))
         reply = next((t for r, t in reversed(messages) if r == "assistant"), "")
-        return await self.close_turn(event, reply=reply)
+        return await self.close_turn(event, reply=reply, catch_up=not event.replayed)
+
+    async def queue_prompt(self, event: HookEvent, prompt: str) -> bool:
+        """Queue ``prompt`` at once (its state file could not be written); False when the queue
+        refused it too (the transcript catch-up gets it later)."""
+        text = prompt_text(prompt)
+        if not text.strip():
+            return False
+        pid = event.payload.get("prompt_id")
+        tid = f"{safe_id(event.session_id)}:user:{pid}" if pid else None
+        try:
+            await self.submit(self.turn(event, kind="user", role="user", text=text, tid=tid))
+        except Exception as exc:  # logged: the transcript is read again at the next Stop
+            logger.warning("the prompt of session %s was not queued either (%s)", event.session_id, exc)
+            return False
+        self.daemon.queue.notify()
+        return True
+
+    async def caught_up_prompts(self, event: HookEvent, state: dict[str, Any], *,
+                                answered_only: bool) -> list[TranscriptPrompt]:
+        """Queue the transcript's prompts that no hook queued (:func:`.catch_up.missing_prompts`),
+        oldest first; returns them. Raises when the queue cannot be read or written (the next
+        Stop tries again)."""
+        sid = event.session_id
+        prompts = await asyncio.to_thread(transcript_prompts, event.payload.get("transcript_path"))
+        if not prompts:
+            return []
+        missing = await asyncio.to_thread(
+            lambda: missing_prompts(prompts, session_id=sid, user_id=event.user_id, queue_db=self.daemon.queue.path,
+                                    pending=pending_prompts(state), handled=state.get("handled") or [],
+                                    answered_only=answered_only))
+        for prompt in missing:
+            tid = prompt.turn_ids(sid)[0]
+            await self.submit(self.turn(event, kind="user", role="user", text=prompt.text, tid=tid))
+        if missing:
+            logger.warning("session %s: queued %d prompt(s) of the transcript no hook had queued", sid, len(missing))
+        return missing
 
     async def record_episode(self, event: HookEvent) -> dict[str, Any]:
         """Turn the transcript's current stretch into an episode (PreCompact, SessionEnd); never raises."""

@@ -208,6 +208,9 @@ def save_session(settings: Settings, session_id: str | None, data: dict[str, Any
 
 #: Most prompts kept in a session's ``pending`` list (prompts no Stop has queued yet).
 MAX_PENDING = 20
+#: Most keys kept in a session's ``handled`` list (prompts queued or gated: the transcript
+#: catch-up skips them; a transcript tail holds fewer prompts).
+MAX_HANDLED = 400
 
 
 @contextlib.contextmanager
@@ -262,8 +265,9 @@ def pending_prompts(state: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def forget_pending(settings: Settings, session_id: str | None, done: Sequence[dict[str, Any]],
-                   **fields: Any) -> None:
-    """Drop the ``done`` prompts from the session's ``pending`` list (they are queued) and set
+                   handled: Sequence[str] = (), **fields: Any) -> None:
+    """Drop the ``done`` prompts from the session's ``pending`` list (they are queued), add
+    ``handled`` to its ``handled`` prompt keys (what the transcript catch-up skips) and set
     ``fields``; a state file SessionEnd already removed is not written again."""
     keys = {(p.get("prompt_id"), p.get("prompt")) for p in done}
     with state_lock(settings):
@@ -273,6 +277,8 @@ def forget_pending(settings: Settings, session_id: str | None, done: Sequence[di
         state = load_session(settings, session_id)
         state["pending"] = [p for p in pending_prompts(state) if (p.get("prompt_id"), p.get("prompt")) not in keys]
         state.pop("queued_prompt", None)
+        if handled:
+            state["handled"] = list(dict.fromkeys([*(state.get("handled") or []), *handled]))[-MAX_HANDLED:]
         state.update(fields)
         save_session(settings, session_id, state)
 

@@ -18,7 +18,9 @@ classifier said:
 What each action writes: ADD stores the note; NOOP counts one more mention
 and raises confidence by :data:`~dexai_memory.models.CONFIDENCE_BOOST`;
 UPDATE merges the note into the memory (content, provenance, mention count,
-confidence); SUPERSEDE replaces the memory with the note
+confidence) and only adds detail: one that changes a value is a SUPERSEDE
+(:func:`keeps_history`), and the UPDATE event keeps the text before and after;
+SUPERSEDE replaces the memory with the note
 (:func:`~.chain.supersede`) and records the contradiction
 (:mod:`.contradictions`: left open, both kept, when the note is not sure
 enough or the classifier was unsure). Each action is logged in the memory's
@@ -48,9 +50,10 @@ from ..models import (
     is_tool_origin,
     utcnow,
 )
-from . import contradictions
+from . import changes, contradictions
 from .chain import link, supersede
-from .rules import guard_meaning
+from .rules import OfflineClassifier, guard_meaning
+from .statements import statement_words
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
@@ -62,15 +65,41 @@ async def apply(provider: MemoryProvider, decision: UpdateDecision, note: Memory
     """Carry out ``decision`` for ``note`` on ``provider``; returns the memory written, or None.
 
     The memory the decision names is read again, and an UPDATE that would drop
-    one of its names, numbers or dates is carried out as SUPERSEDE (the old
-    memory stays in history), a NOOP that would drop one of the note's as ADD.
-    Raises :class:`~dexai_memory.errors.MemoryNotFound` when that memory is gone.
+    one of its names, numbers or dates, or that changes a value (:func:`keeps_history`),
+    is carried out as SUPERSEDE (the old memory stays in history), a NOOP that would
+    drop one of the note's as ADD. Raises :class:`~dexai_memory.errors.MemoryNotFound`
+    when that memory is gone.
     """
     old = None
     if decision.action is not UpdateAction.ADD and decision.memory_id is not None:
         old = await provider.get(decision.memory_id, user_id=note.user_id)
-        decision = guard_meaning([decision], note.content, [old])[0]
+        decision = keeps_history(guard_meaning([decision], note.content, [old])[0], note, old)
     return await apply_decision(provider, decision, note, current=old)
+
+
+def keeps_history(decision: UpdateDecision, note: Memory, old: Memory) -> UpdateDecision:
+    """``decision`` as a SUPERSEDE when it is an UPDATE that changes a value of ``old`` rather than
+    adding detail to it: the offline rules read the note (or the merged text) against the memory as
+    a change ("I left Initech and now work at Globex"), and it is not a plain addition (every word
+    of the memory kept, no change word added: "green tea" -> "green tea with honey" stays an
+    UPDATE). An UPDATE rewrites the memory in place, the old text only in its event's details; a
+    SUPERSEDE keeps the old value as a memory of its own, valid until the change, shown by
+    ``dexai memory history`` and ``--as-of``. Whatever the classifier (a model may answer UPDATE
+    with a merged text that still names the old value)."""
+    if decision.action is not UpdateAction.UPDATE or decision.memory_id != old.id:
+        return decision
+    rules, before = OfflineClassifier(), statement_words(old.content)
+    for text in dict.fromkeys((note.content, decision.merged_content or note.content)):
+        verdict = rules.decide(text, old)
+        if verdict.action is not UpdateAction.SUPERSEDE or isinstance(verdict, contradictions.Unsure):
+            continue
+        words = statement_words(text)
+        if before <= words and not changes.marks_change(words - before):
+            continue  # more detail, said as such
+        return UpdateDecision(UpdateAction.SUPERSEDE, old.id, f"changes a value ({verdict.reason}): superseded, "
+                              f"the old memory stays in history ({decision.reason})",
+                              merged_content=decision.merged_content)
+    return decision
 
 
 def _storable(decision: UpdateDecision, note: Memory, old: Memory) -> UpdateDecision:

@@ -43,6 +43,7 @@ from ...models import (
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
 from ..capabilities import ProviderCapabilities
 from .contradictions import NativeContradictionLog
+from .damage import is_corruption
 from .database import DEFAULT_BUSY_RETRY_SECONDS, Database
 from .schema import COLUMNS, SELECT, list_query, memory_params, row_to_memory, ts, where_clause
 from .search import TermCounts, hybrid_search
@@ -351,9 +352,12 @@ class NativeProvider(MemoryProvider):
             async with self.db.execute("PRAGMA quick_check") as cur:
                 check = (await cur.fetchone())[0]  # type: ignore[index]
             if check != "ok":
-                problems.append(f"integrity check: {check}")
+                problems.append(str(self.database.corrupt(f"integrity check failed: {check}")))
         except Exception as exc:  # any driver error is a health problem, reported not raised
-            problems.append(f"database error: {exc}")
+            problems.append(str(self.database.corrupt(f"unreadable: {exc}")) if is_corruption(exc)
+                            else f"database error: {exc}")
+        if self.database.damaged and not problems:
+            problems.append(str(self.database.corrupt(self.database.damaged)))
         details["embedder"] = self.embedder.model_id if self.embedder else "none (BM25 only)"
         details["vector_search"] = self.vectors.ready
         if self.embedder is not None and not self.vectors.ready:
