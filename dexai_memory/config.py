@@ -27,7 +27,7 @@ from typing import Any
 
 from .datadir import home_dir
 from .errors import ConfigError
-from .limits import LifecycleConfig, PersistentContextConfig
+from .limits import LifecycleConfig, LimitsConfig, PersistentContextConfig
 
 #: Keys of earlier versions a file may still set (not an error): key -> the warning logged ("" = none).
 RETIRED_KEYS = {"hooks.daemon_timeout_seconds": "", "hooks.inline_flush_seconds": "", **dict.fromkeys(
@@ -422,6 +422,7 @@ class Settings:
     retention: Mapping[str, int | None] = field(default_factory=_default_retention)
     persistent_context: PersistentContextConfig = field(default_factory=PersistentContextConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
