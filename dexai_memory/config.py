@@ -1,11 +1,10 @@
 """Typed, frozen settings for dexai-memory, loaded from ``memory.yaml`` files.
 
-Every default is declared exactly once, on its dataclass field below. The
-packaged ``args/memory.yaml`` lists every key with the same values (a test
-keeps them equal) so users can read what exists; a user's file overrides only
-the keys it names. Values are validated and converted at load time; a bad
-value raises :class:`~dexai_memory.errors.ConfigError` naming the file, the
-dotted key and the reason.
+Every default is declared exactly once, on its dataclass field below. The packaged
+``args/memory.yaml`` lists every key with the same values (a test keeps them equal) so users
+can read what exists; a user's file overrides only the keys it names. Values are validated and
+converted at load time; a bad value raises :class:`~dexai_memory.errors.ConfigError` naming
+the file, the dotted key and the reason.
 
 Where files are looked up, later ones overriding earlier ones:
 
