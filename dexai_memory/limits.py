@@ -109,7 +109,7 @@ class LimitsConfig:
     #: becomes a dead letter (``dexai memory retry`` puts it back); counted before each run.
     max_killed_runs: int = field(default=3, metadata=bounds(1, 100))
     #: Bytes at the end of a transcript PreCompact backs up into ``<home>/transcripts``.
-    max_backup_bytes: int = field(default=16 * 1024 * 1024, metadata=bounds(64 * 1024, 1024 * 1024 * 1024))
+    max_backup_bytes: int = field(default=8 * 1024 * 1024, metadata=bounds(64 * 1024, 1024 * 1024 * 1024))
 
 
 #: The line that replaces the middle of a clipped text (``{n}``: characters cut).
