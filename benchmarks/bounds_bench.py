@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary[f"{tag}_ping_max_ms"] = r["ping_max_ms"]
         summary[f"{tag}_ping_p95_ms"] = r["ping_p95_ms"]
         summary[f"{tag}_until_flushed_ms"] = r["until_flushed_ms"]
-        summary[f"{tag}_peak_rss_mb"] = r["peak_rss_mb"]
+        summary[f"{tag}_peak_memory_mb"] = r["peak_rss_mb"]
     path = write_result(NAME, quick=args.quick, params={"sizes": sizes, "kinds": args.kinds,
                                                         "ping_every_s": PING_EVERY, "caps": limits},
                         summary=summary, results=runs, out_dir=args.out)
