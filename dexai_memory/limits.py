@@ -9,11 +9,14 @@ its field, and listed in the packaged ``memory.yaml``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 __all__ = ["CUT_MARK", "CategoryLimits", "LifecycleConfig", "LimitsConfig", "PersistentContextConfig", "clip",
-           "clip_strings"]
+           "clip_content", "clip_strings"]
 
 
 def bounds(min_: float | None = None, max_: float | None = None) -> dict[str, Any]:
@@ -141,6 +144,15 @@ def clip(text: str, limit: int) -> str:
     head = _head_end(text, room * 2 // 3)
     tail = _tail_start(text, len(text) - (room - head))
     return f"{text[:head]}{CUT_MARK.format(n=tail - head)}{text[tail:]}"
+
+
+def clip_content(item: _T, limit: int) -> _T:
+    """``item`` (a frozen dataclass with a ``content`` string: a turn) with its content
+    :func:`clip`-ped to ``limit``; ``item`` itself when it fits."""
+    content = getattr(item, "content", None)
+    if not isinstance(content, str) or len(content) <= limit:
+        return item
+    return dataclasses.replace(item, content=clip(content, limit))  # type: ignore[type-var]
 
 
 def clip_strings(value: Any, limit: int, _depth: int = 0) -> Any:

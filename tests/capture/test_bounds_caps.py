@@ -102,3 +102,16 @@ def test_hook_input_over_its_cap_keeps_what_the_cut_json_holds() -> None:
     assert hook_input('{"a": 1}', 0) == {"a": 1}
     assert LimitsConfig().max_hook_input_bytes == 2 * 1024 * 1024  # hooks/dexai-hook holds the same
     assert "DEXAI_HOOK_MAX_INPUT:-2097152" in (Path(__file__).parents[2] / "hooks" / "dexai-hook").read_text()
+
+
+def test_ingest_admits_a_long_turn_clipped(isolated_home: Path) -> None:
+    """``dexai memory ingest`` (Pipeline.admit) holds a turn to the cap before redaction and the gate."""
+    from dexai_memory.config import load_settings
+    from dexai_memory.pipeline import Pipeline
+    from dexai_memory.providers.native import NativeProvider
+
+    settings = load_settings(home=isolated_home)
+    pipeline = Pipeline(NativeProvider(settings.db_path, embedder=None), settings)
+    clean, _ = pipeline.admit(Turn(id="t", user_id="u", content=WORDS, speaker="Sam"))
+    assert clean is not None and len(clean.content) <= settings.limits.max_turn_chars
+    assert clean.content.startswith("word0 ") and clean.content.endswith(" word199999")
