@@ -1,11 +1,10 @@
 """Typed, frozen settings for dexai-memory, loaded from ``memory.yaml`` files.
 
-Every default is declared exactly once, on its dataclass field below. The
-packaged ``args/memory.yaml`` lists every key with the same values (a test
-keeps them equal) so users can read what exists; a user's file overrides only
-the keys it names. Values are validated and converted at load time; a bad
-value raises :class:`~dexai_memory.errors.ConfigError` naming the file, the
-dotted key and the reason.
+Every default is declared exactly once, on its dataclass field below. The packaged
+``args/memory.yaml`` lists every key with the same values (a test keeps them equal) so users
+can read what exists; a user's file overrides only the keys it names. Values are validated and
+converted at load time; a bad value raises :class:`~dexai_memory.errors.ConfigError` naming
+the file, the dotted key and the reason.
 
 Where files are looked up, later ones overriding earlier ones:
 
@@ -27,7 +26,7 @@ from typing import Any
 
 from .datadir import home_dir
 from .errors import ConfigError
-from .limits import LifecycleConfig, PersistentContextConfig
+from .limits import LifecycleConfig, LimitsConfig, PersistentContextConfig
 
 #: Keys of earlier versions a file may still set (not an error): key -> the warning logged ("" = none).
 RETIRED_KEYS = {"hooks.daemon_timeout_seconds": "", "hooks.inline_flush_seconds": "", **dict.fromkeys(
@@ -422,6 +421,7 @@ class Settings:
     retention: Mapping[str, int | None] = field(default_factory=_default_retention)
     persistent_context: PersistentContextConfig = field(default_factory=PersistentContextConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)

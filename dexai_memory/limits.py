@@ -1,4 +1,5 @@
-"""The settings sections that keep memory small: ``persistent_context`` and ``lifecycle``.
+"""The settings sections that keep memory and work small: ``persistent_context``, ``lifecycle``
+and ``limits`` (the caps on what one turn, one hook input and one transcript may cost).
 
 Typed, frozen sections of :class:`~dexai_memory.config.Settings`, declared here
 (one concept: budgets and caps) and loaded and validated like every other
@@ -8,10 +9,14 @@ its field, and listed in the packaged ``memory.yaml``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["CategoryLimits", "LifecycleConfig", "PersistentContextConfig"]
+_T = TypeVar("_T")
+
+__all__ = ["CUT_MARK", "CategoryLimits", "LifecycleConfig", "LimitsConfig", "PersistentContextConfig", "clip",
+           "clip_content", "clip_strings"]
 
 
 def bounds(min_: float | None = None, max_: float | None = None) -> dict[str, Any]:
@@ -74,3 +79,94 @@ class LifecycleConfig:
     max_pins: int = field(default=10, metadata=bounds(0, 1000))
     #: Minutes during which ``dexai memory undo`` brings back what ``dexai memory clear`` removed.
     undo_minutes: float = field(default=60.0, metadata=bounds(0.0, 525_600.0))
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """Caps on the work one input may cause, so a huge reply, prompt or transcript costs a
+    bounded time and memory and never stalls the daemon or a hook.
+
+    Where each applies:
+
+    * ``max_turn_chars``: every string of a hook event as the daemon's executor receives it
+      (any door: command hook, http hook, Agent SDK, replay), every turn the daemon admits
+      (:meth:`~dexai_memory.daemon.core.MemoryDaemon.submit_turn`, before redaction and the
+      gate), every job written to ``queue.db`` and every job read back from it (before
+      extraction): a longer text keeps its head and its tail around a
+      ``[... N characters cut ...]`` line (:func:`clip`);
+    * ``max_hook_input_bytes``: the hook JSON a command hook reads from stdin (the launcher and
+      the Python client); the rest is read and thrown away, and what the cut input still holds
+      (session id, transcript path, the start of the prompt) is used;
+    * ``max_backup_bytes``: the end of a transcript PreCompact backs up (redacted line by line,
+      each line first held to ``max_turn_chars`` per string);
+    * ``max_killed_runs``: runs of one queued job the worker may die in before the job is a
+      dead letter, so a turn that kills the worker never blocks the jobs behind it.
+    """
+
+    #: Characters of one turn (and of each string of a hook event) kept; a longer text keeps its
+    #: head and tail. The offline extractor takes ~30 ms per 1,000 characters.
+    max_turn_chars: int = field(default=20_000, metadata=bounds(1_000, 1_000_000))
+    #: Bytes of hook input a command hook reads from stdin (Claude Code's JSON).
+    max_hook_input_bytes: int = field(default=2 * 1024 * 1024, metadata=bounds(64 * 1024, 256 * 1024 * 1024))
+    #: Runs of one extraction job the worker may die in (killed, out of memory) before the job
+    #: becomes a dead letter (``dexai memory retry`` puts it back); counted before each run.
+    max_killed_runs: int = field(default=3, metadata=bounds(1, 100))
+    #: Bytes at the end of a transcript PreCompact backs up into ``<home>/transcripts``.
+    max_backup_bytes: int = field(default=8 * 1024 * 1024, metadata=bounds(64 * 1024, 1024 * 1024 * 1024))
+
+
+#: The line that replaces the middle of a clipped text (``{n}``: characters cut).
+CUT_MARK = "\n[... {n} characters cut ...]\n"
+#: How far a cut point moves back to the previous white space, so a word (a secret token that
+#: redaction must still recognise) is never split in two.
+_WORD_SLACK = 200
+#: Nesting depth of hook JSON :func:`clip_strings` walks; deeper values are dropped (None).
+MAX_DEPTH = 32
+
+
+def _head_end(text: str, at: int) -> int:
+    space = max(text.rfind(" ", at - _WORD_SLACK, at), text.rfind("\n", at - _WORD_SLACK, at))
+    return space if space > 0 else at
+
+
+def _tail_start(text: str, at: int) -> int:
+    found = [i for i in (text.find(" ", at, at + _WORD_SLACK), text.find("\n", at, at + _WORD_SLACK)) if i >= 0]
+    return min(found) + 1 if found else at
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters; else its head and its tail (two thirds
+    and one third of ``limit``, cut at white space) around a ``[... N characters cut ...]`` line.
+    The result is never longer than ``limit`` and clipping it again changes nothing."""
+    if len(text) <= limit:
+        return text
+    room = max(2, limit - len(CUT_MARK.format(n=len(text))))
+    head = _head_end(text, room * 2 // 3)
+    tail = _tail_start(text, len(text) - (room - head))
+    return f"{text[:head]}{CUT_MARK.format(n=tail - head)}{text[tail:]}"
+
+
+def clip_content(item: _T, limit: int) -> _T:
+    """``item`` (a frozen dataclass with a ``content`` string: a turn) with its content
+    :func:`clip`-ped to ``limit``; ``item`` itself when it fits."""
+    content = getattr(item, "content", None)
+    if not isinstance(content, str) or len(content) <= limit:
+        return item
+    return dataclasses.replace(item, content=clip(content, limit))  # type: ignore[type-var]
+
+
+def clip_strings(value: Any, limit: int, _depth: int = 0) -> Any:
+    """``value`` (parsed JSON) with every string :func:`clip`-ped to ``limit`` characters;
+    containers nested deeper than :data:`MAX_DEPTH` become None. Returns ``value`` itself
+    when nothing changed."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    if _depth >= MAX_DEPTH and isinstance(value, dict | list):
+        return None
+    if isinstance(value, dict):
+        out = {k: clip_strings(v, limit, _depth + 1) for k, v in value.items()}
+        return value if all(out[k] is value[k] for k in value) else out
+    if isinstance(value, list):
+        items = [clip_strings(v, limit, _depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value

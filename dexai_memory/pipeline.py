@@ -232,8 +232,9 @@ class Pipeline:
         """Redact ``turn``, then score it (:func:`~dexai_memory.capture.admit.admit`).
         Returns (the redacted turn or None, the gate's verdict)."""
         from .capture.admit import admit
+        from .limits import clip_content
 
-        admission = admit(turn, recent, self.gate)
+        admission = admit(clip_content(turn, self.settings.limits.max_turn_chars), recent, self.gate)
         return admission.turn, admission.verdict
 
     # ------------------------------------------------------------------ extraction + storage

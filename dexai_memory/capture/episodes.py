@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
 
 #: Largest transcript read for an episode (bytes); a bigger one gives the episode of its last part.
-MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+MAX_TRANSCRIPT_BYTES = 16 * 1024 * 1024  # ~10 s of parsing: PreCompact answers within its 60 s
 #: Tools whose ``file_path`` input is an edited file.
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 #: Most entries kept per artifact list, and characters per command.

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DexaiMemoryError
+from ..limits import LimitsConfig, clip
 from ..models import ExtractedNote, Turn
 
 logger = logging.getLogger(__name__)
@@ -30,10 +31,19 @@ class Job:
     id: int
     turn: Turn
     context: tuple[str, ...] = ()
+    #: Failed runs so far (the handler raised).
     attempts: int = 0
     #: The notes extracted from this turn by an earlier attempt that did not finish (see
     #: :meth:`ExtractionQueue.save_notes`), or None if it was never extracted.
     notes: tuple[ExtractedNote, ...] | None = None
+    #: Runs begun so far, counted on disk before each run starts: ``runs - attempts`` runs ended
+    #: with the process (killed, out of memory) rather than with a result or an error.
+    runs: int = 0
+
+    @property
+    def unfinished(self) -> int:
+        """Runs of this job the worker died in."""
+        return max(0, self.runs - self.attempts)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -58,17 +68,22 @@ class DeadLetter:
                 "error": self.error, "failed_at": self.failed_at, "content": self.content}
 
 
-def row_to_job(row: Sequence[Any]) -> Job:
-    """The job of a ``jobs`` row read as (id, payload, attempts, notes)."""
+def row_to_job(row: Sequence[Any], max_chars: int = LimitsConfig.max_turn_chars) -> Job:
+    """The job of a ``jobs`` row read as (id, payload, attempts, notes[, runs]); the turn's text and its
+    context lines held to ``max_chars`` (a row an older version queued uncapped)."""
     data = json.loads(row[1])
+    turn = data["turn"]
+    if isinstance(turn, dict) and isinstance(turn.get("content"), str):
+        turn["content"] = clip(turn["content"], max_chars)
     notes = None
     if row[3] is not None:
         try:
             notes = tuple(ExtractedNote.from_dict(n) for n in json.loads(row[3]))
         except (ValueError, KeyError, TypeError, DexaiMemoryError) as exc:  # extract again rather than lose the turn
             logger.warning("job %s: unreadable notes journal (%s); extracting again", row[0], exc)
-    return Job(id=int(row[0]), turn=Turn.from_dict(data["turn"]), context=tuple(data.get("context") or ()),
-               attempts=int(row[2]), notes=notes)
+    context = tuple(clip(str(c), max_chars) for c in data.get("context") or ())
+    return Job(id=int(row[0]), turn=Turn.from_dict(turn), context=context, attempts=int(row[2]), notes=notes,
+               runs=int(row[4]) if len(row) > 4 else 0)
 
 
 def journal_notes(c: sqlite3.Connection, notes: Mapping[int, Sequence[ExtractedNote]]) -> None:
@@ -77,6 +92,22 @@ def journal_notes(c: sqlite3.Connection, notes: Mapping[int, Sequence[ExtractedN
     c.execute("BEGIN IMMEDIATE")
     c.executemany("UPDATE jobs SET notes = ?, updated_at = ? WHERE id = ?", rows)
     c.execute("COMMIT")
+
+
+def mark_started(c: sqlite3.Connection, ids: Sequence[int]) -> None:
+    """Count one more run of jobs, committed before the run begins: a job whose run kills the
+    process (out of memory, SIGKILL) is counted all the same, and its budget runs out."""
+    c.execute("BEGIN IMMEDIATE")
+    c.executemany("UPDATE jobs SET runs = runs + 1, updated_at = ? WHERE id = ? AND status = 'pending'",
+                  [(time.time(), i) for i in ids])
+    c.execute("COMMIT")
+
+
+def unmark_started(c: sqlite3.Connection, ids: Sequence[int]) -> None:
+    """Take back the run :func:`mark_started` counted for jobs still pending (the worker was
+    stopped: the run did not fail, the job waits for the next start)."""
+    c.executemany("UPDATE jobs SET runs = MAX(0, runs - 1) WHERE id = ? AND status = 'pending'",
+                  [(i,) for i in ids])
 
 
 def mark_done(c: sqlite3.Connection, ids: Sequence[int]) -> None:
@@ -139,7 +170,8 @@ def retry_dead_letters(c: sqlite3.Connection, ids: Iterable[int] | None = None, 
                        user_id: str | None = None) -> int:
     """Put dead letters back to ``pending`` with a fresh retry budget. Returns how many."""
     now = time.time()
-    sql = "UPDATE jobs SET status = 'pending', attempts = 0, not_before = 0, updated_at = ? WHERE status = 'dead'"
+    sql = ("UPDATE jobs SET status = 'pending', attempts = 0, runs = 0, not_before = 0, updated_at = ? "
+           "WHERE status = 'dead'")
     params: list[Any] = [now]
     if user_id is not None:
         sql += " AND user_id = ?"

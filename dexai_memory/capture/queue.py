@@ -55,6 +55,22 @@ Failures
     letter with its error; :meth:`ExtractionQueue.retry_dead_letters` (``dexai
     memory retry``) puts dead letters back.
 
+    A run that never ends the same way counts too: each run of a job is
+    counted on disk *before* it begins (:func:`~dexai_memory.capture.jobs.mark_started`),
+    so a turn whose extraction kills the process every time (out of memory,
+    SIGKILL) is seen: after ``max_killed_runs`` runs (``limits.max_killed_runs``)
+    that ended with the process, it becomes a dead letter when it is next
+    picked up. A job that was run before runs alone, never in a batch, so the
+    jobs queued behind it are extracted (and a job only sharing a batch with
+    the culprit is not blamed twice). A worker stopped in the middle of a run
+    (the daemon's shutdown) takes its count back.
+
+Bounds
+    A turn's text and each of its context lines are held to ``max_turn_chars``
+    (``limits.max_turn_chars``: head and tail around ``[... N characters cut
+    ...]``, :func:`~dexai_memory.limits.clip`) when queued and again when read
+    back, so no job costs the extractor more than that, whoever wrote the row.
+
 One consumer
     :meth:`ExtractionQueue.run` (the worker) holds an exclusive lock file
     (``queue.db.lock``) while it runs, so two daemons never process the same
@@ -84,6 +100,8 @@ from . import jobs as table
 from .jobs import DeadLetter, Job, row_to_job
 from .queue_file import (  # the hook side, importable from here too
     INSERT_JOB,
+    MAX_KILLED_RUNS,
+    MAX_TURN_CHARS,
     QUEUE_FILENAME,
     claim_worker_lock,
     connect,
@@ -144,7 +162,8 @@ class ExtractionQueue:
 
     def __init__(self, path: str | Path, *, batch_size: int = 5, flush_interval: float = 5.0,
                  max_queue_size: int = 1000, overflow_policy: str = "spill", max_retries: int = 3,
-                 retry_backoff: float = 2.0):
+                 retry_backoff: float = 2.0, max_turn_chars: int = MAX_TURN_CHARS,
+                 max_killed_runs: int = MAX_KILLED_RUNS):
         if overflow_policy not in ("spill", "reject"):
             raise QueueError(f"unknown overflow policy {overflow_policy!r} (spill or reject)")
         self.path = Path(path)
@@ -154,6 +173,8 @@ class ExtractionQueue:
         self.overflow_policy = overflow_policy
         self.max_retries = max(0, max_retries)
         self.retry_backoff = max(0.0, retry_backoff)
+        self.max_turn_chars = max(1000, max_turn_chars)
+        self.max_killed_runs = max(1, max_killed_runs)
         self._conn: sqlite3.Connection | None = None  # enqueue (caller's thread)
         self._wconn: sqlite3.Connection | None = None  # worker (worker threads)
         self._wlock = threading.Lock()
@@ -176,7 +197,8 @@ class ExtractionQueue:
         ex = settings.extraction
         return cls(queue_path(settings.home), batch_size=ex.batch_size, flush_interval=ex.flush_interval_seconds,
                    max_queue_size=ex.max_queue_size, overflow_policy=ex.overflow_policy,
-                   max_retries=ex.max_retries, retry_backoff=ex.retry_backoff_seconds)
+                   max_retries=ex.max_retries, retry_backoff=ex.retry_backoff_seconds,
+                   max_turn_chars=settings.limits.max_turn_chars, max_killed_runs=settings.limits.max_killed_runs)
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> ExtractionQueue:
@@ -240,7 +262,7 @@ class ExtractionQueue:
             logger.warning("extraction queue full (%d jobs in memory): turn %s rejected (overflow_policy=reject)",
                            len(self._buffer), turn.id)
             raise QueueError(f"the extraction queue is full ({self.max_queue_size} jobs); turn {turn.id} rejected")
-        user_id, turn_id, payload = job_payload(turn, context)
+        user_id, turn_id, payload = job_payload(turn, context, max_chars=self.max_turn_chars)
         now = time.time()
         try:
             rowcount, lastrowid = self._sql(lambda c: _insert(c, (user_id, turn_id, payload, now, now)),
@@ -252,7 +274,7 @@ class ExtractionQueue:
             return False
         job_id = int(lastrowid or 0)
         if len(self._buffer) < self.max_queue_size:
-            self._buffer.append(Job(job_id, turn, tuple(context)))
+            self._buffer.append(row_to_job((job_id, payload, 0, None), self.max_turn_chars))
             self._known.add(job_id)
             if self._first_buffered_at is None:
                 self._first_buffered_at = time.monotonic()
@@ -342,14 +364,22 @@ class ExtractionQueue:
             return 0
         now = time.time()
         rows = await self._w(lambda c: c.execute(
-            "SELECT id, payload, attempts, notes FROM jobs WHERE status = 'pending' AND not_before <= ? "
+            "SELECT id, payload, attempts, notes, runs FROM jobs WHERE status = 'pending' AND not_before <= ? "
             "ORDER BY id LIMIT ?", (now, room + len(self._known))).fetchall())
         added = 0
         for row in rows:
             if int(row[0]) in self._known or added >= room:
                 continue
+            killed = int(row[4]) - int(row[2])  # runs begun that ended with the process
+            if killed >= self.max_killed_runs:
+                logger.error("extraction of job %s: the worker died during %d of its runs (killed, out of memory?); "
+                             "kept as a dead letter", row[0], killed)
+                await self._w(functools.partial(
+                    table.mark_failed, ids=[int(row[0])], dead=True, attempts=int(row[4]),
+                    error=f"the worker died during {killed} runs of this job (killed, out of memory?)"))
+                continue
             try:
-                job = row_to_job(row)
+                job = row_to_job(row, self.max_turn_chars)
             except (ValueError, KeyError, TypeError) as exc:
                 await self._w(functools.partial(table.mark_failed, ids=[int(row[0])],
                                                 error=f"unreadable queued payload: {exc}", dead=True))
@@ -388,16 +418,28 @@ class ExtractionQueue:
             self._idle.clear()
             age = time.monotonic() - (self._first_buffered_at or time.monotonic())
             if (len(self._buffer) >= self.batch_size or self._flush_requested or not forever
-                    or age >= self.flush_interval):
-                batch = [self._buffer.popleft() for _ in range(min(self.batch_size, len(self._buffer)))]
+                    or age >= self.flush_interval or self._buffer[0].runs):
+                batch = self._take_batch()
                 self._first_buffered_at = time.monotonic() if self._buffer else None
                 return batch
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.flush_interval - age)
 
+    def _take_batch(self) -> list[Job]:
+        """The next batch from the buffer: a job run before (and not finished) alone, else up to
+        ``batch_size`` fresh jobs."""
+        if self._buffer[0].runs:
+            return [self._buffer.popleft()]
+        batch: list[Job] = []
+        while self._buffer and len(batch) < self.batch_size and not self._buffer[0].runs:
+            batch.append(self._buffer.popleft())
+        return batch
+
     async def _process(self, batch: list[Job], handler: JobHandler) -> None:
         start = time.perf_counter()
+        ids = [job.id for job in batch]
+        await self._w(lambda c: table.mark_started(c, ids))  # on disk before the run: a kill counts
         try:
             try:
                 await handler(batch)
@@ -417,7 +459,10 @@ class ExtractionQueue:
             else:
                 await self._done(batch)
         except asyncio.CancelledError:
-            # bounded cleanup: the jobs are still 'pending' on disk; forget them in memory
+            # bounded cleanup: the jobs are still 'pending' on disk; the stopped run does not count
+            # against them; forget them in memory
+            with contextlib.suppress(QueueError, sqlite3.Error):
+                self._worker_sql(lambda c: table.unmark_started(c, ids))
             for job in batch:
                 self._known.discard(job.id)
             raise

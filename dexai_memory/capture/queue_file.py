@@ -26,12 +26,13 @@ from typing import Any
 
 from ..datadir import PRIVATE_DIR_MODE, private_file
 from ..errors import QueueError
+from ..limits import LimitsConfig, clip
 from ..models import Turn
 
 logger = logging.getLogger(__name__)
 
 QUEUE_FILENAME = "queue.db"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY,
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     enqueued_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     notes TEXT,
+    runs INTEGER NOT NULL DEFAULT 0,
     UNIQUE (user_id, turn_id)
 );
 CREATE INDEX IF NOT EXISTS ix_jobs_status ON jobs (status, not_before, id);
@@ -113,7 +115,8 @@ def connect(path: str | Path, *, timeout: float = BUSY_TIMEOUT) -> sqlite3.Conne
             c.execute("PRAGMA synchronous = NORMAL")
             version = c.execute("PRAGMA user_version").fetchone()[0]
             if version < SCHEMA_VERSION:
-                # version 1 files (no notes journal) get the column; new files get the whole schema
+                # older files get the columns added since (version 1: the notes journal; up to 3: the
+                # count of runs begun); new files get the whole schema
                 c.execute("BEGIN IMMEDIATE")
                 try:
                     current = c.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
@@ -121,6 +124,8 @@ def connect(path: str | Path, *, timeout: float = BUSY_TIMEOUT) -> sqlite3.Conne
                         statements = [part for part in _SCHEMA.split(";\n") if part.strip()]
                         if current == 1:
                             statements.append("ALTER TABLE jobs ADD COLUMN notes TEXT")
+                        if current >= 1:
+                            statements.append("ALTER TABLE jobs ADD COLUMN runs INTEGER NOT NULL DEFAULT 0")
                         statements.append(f"PRAGMA user_version = {SCHEMA_VERSION}")
                         for statement in statements:
                             c.execute(statement)
@@ -142,29 +147,40 @@ def connect(path: str | Path, *, timeout: float = BUSY_TIMEOUT) -> sqlite3.Conne
     return conn
 
 
-def job_payload(turn: Turn | Mapping[str, Any], context: Sequence[str]) -> tuple[str, str, str]:
-    """(user id, turn id, the JSON payload of a ``jobs`` row) for a turn and its context."""
+#: Characters of a queued turn's text, and of each of its context lines, when the caller gives
+#: no cap (``limits.max_turn_chars``): a longer one keeps its head and tail.
+MAX_TURN_CHARS = LimitsConfig.max_turn_chars
+#: Runs of one job the worker may die in before the job becomes a dead letter (``limits.max_killed_runs``).
+MAX_KILLED_RUNS = LimitsConfig.max_killed_runs
+
+
+def job_payload(turn: Turn | Mapping[str, Any], context: Sequence[str], *,
+                max_chars: int = MAX_TURN_CHARS) -> tuple[str, str, str]:
+    """(user id, turn id, the JSON payload of a ``jobs`` row) for a turn and its context, the
+    turn's text and each context line held to ``max_chars`` (:func:`~dexai_memory.limits.clip`)."""
     data = turn.to_dict() if isinstance(turn, Turn) else dict(turn)
     for key in ("id", "user_id", "content"):
         if not data.get(key):
             raise QueueError(f"a queued turn needs {key!r}")
     data["id"], data["user_id"] = str(data["id"]), str(data["user_id"])
-    return data["user_id"], data["id"], json.dumps({"turn": data, "context": list(context)}, default=str)
+    data["content"] = clip(str(data["content"]), max_chars)
+    lines = [clip(str(c), max_chars) for c in context]
+    return data["user_id"], data["id"], json.dumps({"turn": data, "context": lines}, default=str)
 
 
 def enqueue_turn(path: str | Path, turn: Turn | Mapping[str, Any], *, context: Sequence[str] = (),
-                 timeout: float = BUSY_TIMEOUT) -> bool:
+                 timeout: float = BUSY_TIMEOUT, max_chars: int = MAX_TURN_CHARS) -> bool:
     """Append one turn to the queue file at ``path`` (standard library only).
 
     For hook processes that cannot reach a daemon: the turn is committed to
     disk and a daemon processes it when it next runs. ``turn`` is a
     :class:`Turn` or a dict with at least ``id``, ``user_id`` and ``content``.
     Returns False when that turn was already queued (or done). Gate and
-    redaction are the caller's job. A file locked by another process is
+    redaction are the caller's job; the text is held to ``max_chars``. A file locked by another process is
     waited for (``timeout`` seconds by SQLite, then bounded retries for
     :data:`BUSY_RETRY_SECONDS`). Raises :class:`QueueError`.
     """
-    user_id, turn_id, row = job_payload(turn, context)
+    user_id, turn_id, row = job_payload(turn, context, max_chars=max_chars)
     conn = connect(path, timeout=timeout)
     try:
         now = time.time()

@@ -52,6 +52,7 @@ from ..capture.admit import admit
 from ..capture.queue import ExtractionQueue, Job
 from ..embeddings import bulk_embedder
 from ..errors import DaemonError, DexaiMemoryError, QueueError
+from ..limits import clip, clip_content
 from ..models import Turn, utcnow
 from ..pipeline import RECENT_TURNS, Pipeline
 from .executor import EventExecutor
@@ -499,8 +500,9 @@ class MemoryDaemon:
 
     # ------------------------------------------------------------------ warm path entry points
     def submit_turn(self, turn: Turn, recent: Sequence[str] = ()) -> GateResult:
-        """Redact and gate ``turn``; queue it if it passes. Never waits on extraction.
-        ``recent``: turns of its session the daemon has not seen (its context for the gate).
+        """Hold ``turn`` to ``limits.max_turn_chars`` (head and tail), redact and gate it; queue it
+        if it passes. Never waits on extraction. ``recent``: turns of its session the daemon has
+        not seen (its context for the gate), held to the same cap.
 
         Returns the gate's verdict. Raises :class:`DaemonError` when the
         daemon is not running, :class:`QueueError` when the queue refuses it
@@ -508,8 +510,10 @@ class MemoryDaemon:
         """
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
+        cap = self.settings.limits.max_turn_chars
+        turn = clip_content(turn, cap)  # before redaction, the gate and the queue: bounded work
         seen = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
-        seen.extend(str(text) for text in recent)
+        seen.extend(clip(str(text), cap) for text in recent)
         admission = admit(turn, tuple(seen), self.pipeline.gate)  # redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:

@@ -42,12 +42,14 @@ capture and bookkeeping; its answer is read by nobody, so it skips recall.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import DexaiMemoryError
+from ..limits import clip_strings
 from ..models import Turn, utcnow
 from ..recall.ranking import RecallResult, auto_recall
 from .actions import HookActions
@@ -159,6 +161,7 @@ class EventExecutor:
     async def handle(self, event: HookEvent) -> dict[str, Any] | str:
         """Run ``event``; returns the JSON object to answer (PreCompact: the compaction
         instructions, plain text). Raises what the store raises: the door answers a no-op."""
+        event = dataclasses.replace(event, payload=clip_strings(event.payload, self.settings.limits.max_turn_chars))
         off = memory_disabled(self.settings, event.payload, event.env)
         if off:
             logger.debug("memory off for this hook (%s)", off)

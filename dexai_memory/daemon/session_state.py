@@ -311,8 +311,9 @@ def text_of(content: Any) -> str:
     return ""
 
 
-#: Largest transcript PreCompact backs up (bytes); a bigger one keeps its last part.
-MAX_BACKUP_BYTES = 64 * 1024 * 1024
+#: Bytes of one transcript line read at a time by the backup (a longer line is backed up in
+#: pieces, each as ``{"unparsed": ...}``): a file without newlines never sits whole in memory.
+MAX_BACKUP_LINE = 1024 * 1024
 
 
 def transcript_file(path: Any) -> str | None:
@@ -384,8 +385,11 @@ def redact_for_state(value: Any) -> Any:
 def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | None:
     """Back up the transcript to ``<home>/transcripts/<session>-<time>-<trigger>.jsonl`` (L3),
     redacted: every string of every line goes through :func:`redact_for_state`
-    (secrets and ``<private>`` text never reach our files). At most :data:`MAX_BACKUP_BYTES`
-    (the end of a bigger file); mode 0600."""
+    (secrets and ``<private>`` text never reach our files). At most ``limits.max_backup_bytes``
+    (the end of a bigger file), streamed, every string first held to ``limits.max_turn_chars``
+    (:func:`~dexai_memory.limits.clip_strings`); mode 0600."""
+    from ..limits import clip_strings
+
     src = transcript_file(payload.get("transcript_path"))
     if not src:
         return None
@@ -397,17 +401,18 @@ def backup_transcript(settings: Settings, payload: dict[str, Any]) -> Path | Non
         with open(src, "rb") as fh, os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
                                               encoding="utf-8") as out:
             size = os.fstat(fh.fileno()).st_size
-            if size > MAX_BACKUP_BYTES:
-                fh.seek(size - MAX_BACKUP_BYTES)
-                fh.readline()  # drop the cut line
-            for raw in fh:
+            cap, chars = settings.limits.max_backup_bytes, settings.limits.max_turn_chars
+            if size > cap:
+                fh.seek(size - cap)
+                fh.readline(MAX_BACKUP_LINE)  # drop the cut line (or its first piece)
+            while raw := fh.readline(MAX_BACKUP_LINE):
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 if not line.strip():
                     continue
                 try:
-                    clean = json.dumps(redact_for_state(json.loads(line)), ensure_ascii=False)
-                except ValueError:
-                    clean = json.dumps(redact_for_state({"unparsed": line}), ensure_ascii=False)
+                    clean = json.dumps(redact_for_state(clip_strings(json.loads(line), chars)), ensure_ascii=False)
+                except (ValueError, RecursionError):
+                    clean = json.dumps(redact_for_state({"unparsed": clip_strings(line, chars)}), ensure_ascii=False)
                 out.write(clean.encode("utf-8", "replace").decode("utf-8") + "\n")
     except OSError:
         with contextlib.suppress(OSError):

@@ -13,6 +13,11 @@ decides):
   (:func:`~dexai_memory.capture.queue_file.save_event`) for the daemon to replay when it
   starts, and the hook answers a no-op at once. Nothing said is lost.
 
+Bounded: the client reads at most ``limits.max_hook_input_bytes`` of its stdin (the rest is
+read and thrown away; what the cut JSON still holds is used, :func:`salvage_object`), holds
+every string of the event to ``limits.max_turn_chars`` before sending it, and answers within
+the hook's time limit (:data:`HOOK_SECONDS`) whatever the daemon does.
+
 Stdlib only (config, the socket client, the queue file): no model, no provider here. A hook
 never fails the agent: every error is logged to ``<home>/hooks.log`` and the hook still
 prints valid output and exits 0.
@@ -34,12 +39,103 @@ from typing import IO, Any
 from ..config import Settings, load_user_settings
 from ..daemon.event import BadEvent, HookEvent, empty_answer
 from ..daemon.session_state import EVENTS, compaction_instructions, redact_for_state
+from ..limits import clip_strings
 from ..version import __version__
 
 logger = logging.getLogger("dexai_memory.hooks.client")  # not __name__: "__main__" under -m
 
 #: Seconds a daemon that answers may take for an event (the hook's own limit is 30; PreCompact 60).
 ANSWER_SECONDS = 25.0
+#: The hooks' time limits in ``hooks/hooks.json`` (seconds): Claude Code kills a hook past it.
+HOOK_SECONDS = 30.0
+PRECOMPACT_SECONDS = 60.0
+#: Seconds kept in hand under the limit to print the answer and exit.
+MARGIN_SECONDS = 2.0
+#: Seconds the client spends reading and discarding the input beyond its cap (a writer that
+#: never closes stdin must not hold the hook past its limit).
+DRAIN_SECONDS = 5.0
+#: Characters read at a time from stdin.
+_CHUNK = 1 << 20
+
+
+def read_bounded(stdin: IO[str], limit: int) -> tuple[str, int]:
+    """(at most ``limit`` characters of ``stdin``, how many more it held). What is beyond the
+    cap is read and thrown away (for at most :data:`DRAIN_SECONDS`), never kept."""
+    text = stdin.read(limit)
+    more = 0
+    if len(text) < limit:
+        return text, 0
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while time.monotonic() < deadline:
+        chunk = stdin.read(_CHUNK)
+        if not chunk:
+            break
+        more += len(chunk)
+    return text, more
+
+
+def _partial_string(body: str) -> str:
+    """The text of a JSON string cut before its closing quote (``body``: what follows the opening
+    quote); a cut escape sequence at the end is dropped."""
+    for drop in range(7):  # the longest escape, \uXXXX, is six characters
+        try:
+            value = json.loads('"' + body[:len(body) - drop] + '"')
+        except ValueError:
+            continue
+        return str(value)
+    return ""
+
+
+def salvage_object(text: str) -> dict[str, Any]:
+    """The members of a JSON object cut short (hook input beyond its cap), in order: every
+    complete member, and the start of a string member cut in the middle; a cut member of any
+    other kind is dropped. {} when ``text`` does not start an object."""
+    decoder = json.JSONDecoder()
+    out: dict[str, Any] = {}
+    i = len(text) - len(text.lstrip())
+    if not text.startswith("{", i):
+        return out
+    i += 1
+    n = len(text)
+    while i < n:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] != '"':
+            break
+        try:
+            key, i = decoder.raw_decode(text, i)
+        except ValueError:
+            break
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i >= n or text[i] != ":":
+            break
+        i += 1
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        try:
+            value, i = decoder.raw_decode(text, i)
+        except ValueError:
+            if text.startswith('"', i):
+                out[key] = _partial_string(text[i + 1:])
+            break
+        out[key] = value
+    return out
+
+
+def hook_input(raw: str, more: int) -> Any:
+    """The hook's JSON input from what was read of stdin (``more``: characters cut beyond it)."""
+    if not raw.strip():
+        return {}
+    if not more:
+        return json.loads(raw)
+    payload = salvage_object(raw)
+    logger.warning("hook input over its cap: %d characters read, %d more thrown away; %d member(s) kept",
+                   len(raw), more, len(payload))
+    last = next(reversed(payload), None) if payload else None
+    if last is not None and isinstance(payload[last], str):
+        payload[last] += f"\n[... {more} characters cut ...]"
+    return payload
 
 
 def _connects(path: Path) -> bool:
@@ -68,15 +164,18 @@ def _ask(settings: Settings, event: HookEvent, timeout: float) -> dict[str, Any]
     return reply
 
 
-def deliver(settings: Settings, event: HookEvent) -> dict[str, Any] | str:
+def deliver(settings: Settings, event: HookEvent, *, started: float | None = None) -> dict[str, Any] | str:
     """The daemon's answer to ``event``; when no daemon answers in time, the event is queued for
-    replay and the no-op answer returned (PreCompact: the compaction instructions)."""
+    replay and the no-op answer returned (PreCompact: the compaction instructions). ``started``:
+    when the hook process began (monotonic), so the answer comes within the hook's limit."""
     from ..daemon.control import ensure_daemon, lock_held, wait_until_answering
 
     budget = settings.hooks.precompact_wait_seconds if event.name == "pre-compact" \
         else settings.hooks.cold_start_wait_seconds
     answer_time = max(ANSWER_SECONDS, budget) if event.name == "pre-compact" else ANSWER_SECONDS
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
+    limit = (PRECOMPACT_SECONDS if event.name == "pre-compact" else HOOK_SECONDS) - MARGIN_SECONDS
+    answer_time = min(answer_time, max(0.5, limit - (time.monotonic() - started)))
     if _connects(settings.socket_path):
         reply = _ask(settings, event, answer_time)
         if reply is not None:
@@ -85,7 +184,7 @@ def deliver(settings: Settings, event: HookEvent) -> dict[str, Any] | str:
         return _noop(settings, event)
     starting = ensure_daemon(settings, reason=f"no daemon answered {event.name}") or lock_held(settings)
     if starting and wait_until_answering(settings, budget - (time.monotonic() - started)):
-        reply = _ask(settings, event, answer_time)
+        reply = _ask(settings, event, min(answer_time, max(0.5, limit - (time.monotonic() - started))))
         if reply is not None:
             return reply["answer"]
     from ..capture.queue_file import queue_path, save_event
@@ -125,14 +224,15 @@ def run(event: str, stdin: IO[str], stdout: IO[str], *, background: bool = False
     """
     from ..datadir import home_dir, private_umask
 
+    started = time.monotonic()
     private_umask()  # hooks.log, the queue: 0600 in a 0700 data dir
     _setup_logging(home_dir())
     answer: dict[str, Any] | str = empty_answer(event)
     try:
         settings = load_user_settings()
-        raw = stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
-        answer = deliver(settings, HookEvent.make(event, payload, background=background))
+        raw, more = read_bounded(stdin, settings.limits.max_hook_input_bytes)
+        payload = clip_strings(hook_input(raw, more), settings.limits.max_turn_chars)
+        answer = deliver(settings, HookEvent.make(event, payload, background=background), started=started)
     except BadEvent as exc:
         logger.warning("hook %s: %s", event, exc)
     except Exception:  # a hook never fails the agent: log and answer a no-op

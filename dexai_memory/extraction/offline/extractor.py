@@ -145,6 +145,9 @@ __all__ = ["OfflineExtractor"]
 
 #: Turns handled inline; larger batches go to a worker thread.
 _INLINE_TURNS = 32
+#: Characters handled inline (a few milliseconds of rules); more go to a worker thread, so the
+#: daemon's event loop (its socket, the hooks) keeps answering while a long turn is read.
+_INLINE_CHARS = 1000
 
 
 def _speaker_name(turn: Turn) -> str:
@@ -170,7 +173,7 @@ class OfflineExtractor(Extractor):
         self.min_content_words = min_content_words
 
     async def extract(self, turns: Sequence[Turn], context: Sequence[Turn | str] = ()) -> list[ExtractedNote]:
-        if len(turns) > _INLINE_TURNS:
+        if len(turns) > _INLINE_TURNS or sum(len(t.content or "") for t in turns) > _INLINE_CHARS:
             return await asyncio.to_thread(self.extract_sync, turns, context)
         return self.extract_sync(turns, context)
 
