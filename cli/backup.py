@@ -33,12 +33,6 @@ def backup(output: Path | None, list_only: bool, ctx: Context) -> None:
                  for b in backups] or [f"No backups in {ctx.settings.backup_dir} yet ('dexai memory backup')."]
         ctx.emit([b.to_dict() for b in backups], "\n".join(lines))
         return
-    from dexai_memory.providers.native.damage import damage_reason
-
-    damaged = damage_reason(ctx.settings.db_path)
-    if damaged is not None:  # a copy of it would push good backups out of the kept ones
-        fail(f"{ctx.settings.db_path} is damaged ({damaged}): not backed up; put a good backup back with "
-             "'dexai memory restore-backup PATH' ('dexai memory backup --list')")
     try:
         made = create_backup(ctx.settings, output)
     except DexaiMemoryError as exc:

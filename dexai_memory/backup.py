@@ -33,6 +33,7 @@ from .capture.queue import QUEUE_FILENAME
 from .config import Settings
 from .datadir import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, tighten
 from .errors import StorageError
+from .providers.native.damage import damage_reason
 from .providers.native.driver import store_sqlite
 from .providers.native.vectors import graph_dir
 
@@ -113,10 +114,14 @@ def create_backup(settings: Settings, dest: Path | None = None, *, now: datetime
 
     ``dest`` is the directory to create (default
     ``<home>/backups/backup-<UTC time>``, after which older backups beyond
-    ``backup.keep`` are deleted). Raises :class:`StorageError` when there is
-    nothing to back up, the directory exists and is not empty, or a copy fails
+    ``backup.keep`` are deleted). Raises :class:`StorageError` when the store is
+    marked damaged (the daemon's scheduled backups too), there is nothing to back up, the directory exists and is not empty, or a copy fails
     (a failed backup leaves no directory behind).
     """
+    damaged = damage_reason(settings.db_path)
+    if damaged is not None:  # a copy of it would push good backups out of the kept ones
+        raise StorageError(f"{settings.db_path} is damaged ({damaged}): not backed up; put a good backup back "
+                           "with 'dexai memory restore-backup PATH' ('dexai memory backup --list')")
     sources = [(name, settings.home / name) for name in _databases(settings) if (settings.home / name).is_file()]
     if not sources:
         raise StorageError(f"nothing to back up: no {' or '.join(_databases(settings))} in {settings.home}")
