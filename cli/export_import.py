@@ -29,6 +29,7 @@ from dexai_memory.cli.memory import with_provider
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryEvent, MemoryType, SearchFilters
 from dexai_memory.providers import MemoryProvider
+from dexai_memory.providers.redacting import redact_memory
 
 
 @click.command()
@@ -200,7 +201,7 @@ def read_import_lines(file: Path, ctx: Context,
             if ctx.project and not data.get("project"):
                 data["project"] = ctx.project
             given_id = data.get("id")
-            memory = Memory.from_dict(data)
+            memory = redact_memory(Memory.from_dict(data))  # as the store keeps it (already redacted: as is)
             for name in ("content", "id", "user_id", "project", "session_id"):
                 value = getattr(memory, name)
                 if isinstance(value, str):
