@@ -198,7 +198,7 @@ _FLAGS: tuple[re.Pattern[str], ...] = (
                r"(?P<value>\S+)"),
     re.compile(r"(?P<label>^[ \t]*login[ \t]+\S+[ \t]*\n[ \t]*password[ \t]+)(?P<value>\S+)", re.M),
     # .pgpass: host:port:database:user:password
-    re.compile(r"(?P<label>^[ \t]*[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:)(?P<value>\S+)$", re.M),
+    re.compile(r"(?P<label>(?<![\w.:*-])[\w.*-]+:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]+:)(?P<value>[^\s:]+)(?=\s|$)"),
 )
 
 # ----------------------------------------------------------------------------- labelled values
