@@ -413,24 +413,37 @@ def clean(text: str) -> str:
     return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
 
 
-#: The passes of :func:`redact`, in order: shapes first (a key inside a labelled value is
-#: replaced whole), then labels, then prose, numbers and what is left that looks random.
-_PASSES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
-    (_HEADER, _header),
-    *((p, _redact_value) for p in _FLAGS),
-    (_PHRASE, _phrase),
-    (_LABELLED, _label_value),
-    (_ENV_ASSIGN, _env_assign),
-    (_URL_PASSWORD, lambda m: m.group("label") + REDACTED),
-    (_WORD, _word),
-    (_PASS, _pass),
-    (_DIGITS, _digits),
-    (_PASSWORD_WORD, _password_word),
-    (_CARD, _card),
-    (_IBAN, _iban),
-    (_SSN, lambda m: REDACTED),
-    (_TOKEN, lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0)),
+#: Words one of which a text must hold (lower-cased) for each of :data:`_FLAGS` to be tried:
+#: most text mentions no secret at all, and a substring test is much cheaper than a pattern.
+_FLAG_TRIGGERS: tuple[tuple[str, ...], ...] = (
+    ("pass", "pwd", "token", "key", "secret", "bearer", "storepass"),
+    ("mysql", "mariadb", "mycli"), ("sshpass",), ("redis-cli",), ("login",), ("ldap",), ("openssl",),
+    ("curl", "http", "wget"), ("smbclient", "rpcclient", "smbmap", "crackmapexec", "nxc", "xfreerdp"), ("xfreerdp",),
+    ("htpasswd",), ("chpasswd",), ("machine", "default"), ("login",), (":",),
 )
+#: The passes of :func:`redact`, in order, each with the words that let it run (None: always):
+#: shapes first (a key inside a labelled value is replaced whole), then labels, then prose,
+#: numbers and what is left that looks random.
+_PASSES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str], tuple[str, ...] | None], ...] = (
+    (_HEADER, _header, ("authorization", "cookie", "key", "token", "secret")),
+    *((p, _redact_value, t) for p, t in zip(_FLAGS, _FLAG_TRIGGERS, strict=True)),
+    (_PHRASE, _phrase, ("phrase", "mnemonic", "seed", "recovery", "memorable", "answer")),
+    (_LABELLED, _label_value, ("bearer", "pass", "pwd", "pin code", "secret", "key", "token", "sig")),
+    (_ENV_ASSIGN, _env_assign, ("pass", "secret", "token", "key", "pwd", "credential")),
+    (_URL_PASSWORD, lambda m: m.group("label") + REDACTED, ("://",)),
+    (_WORD, _word, ("pass", "pwd", "pw", "key", "token", "code", "secret")),
+    (_PASS, _pass, ("pass",)),
+    (_DIGITS, _digits, ("pin", "cvv", "cvc", "cid", "code", "combination", "combo", "ssn", "social", "account",
+                        "acct", "routing", "otp", "tan", "card")),
+    (_PASSWORD_WORD, _password_word, ("pass", "pw")),
+    (_CARD, _card, None),
+    (_IBAN, _iban, None),
+    (_SSN, lambda m: REDACTED, None),
+    (_TOKEN, lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), None),
+)
+#: A run of token characters long enough for one of :data:`_SECRETS` (but the key blocks).
+_LONG_RUN = re.compile(r"[A-Za-z0-9_\-./:$+=]{16,}")
+_KEY_BLOCKS = 2  # the first two of _SECRETS: PEM / OpenSSH / PGP blocks, PuTTY key files
 
 
 def redact(text: str) -> str:
@@ -441,10 +454,12 @@ def redact(text: str) -> str:
     text = clean(text)
     out = _PRIVATE.sub(" ", text)
     out = _STRAY_TAG.sub("", out)
-    for pattern in _SECRETS:
+    for pattern in _SECRETS if _LONG_RUN.search(out) else _SECRETS[:_KEY_BLOCKS]:
         out = pattern.sub(REDACTED, out)
-    for pattern, replace in _PASSES:
-        out = pattern.sub(replace, out)
+    low = out.lower()
+    for pattern, replace, triggers in _PASSES:
+        if triggers is None or any(t in low for t in triggers):
+            out = pattern.sub(replace, out)
     if out != text:
         out = re.sub(r"[ \t]{2,}", " ", out).strip()
     return out
