@@ -201,13 +201,14 @@ def read_import_lines(file: Path, ctx: Context,
             if ctx.project and not data.get("project"):
                 data["project"] = ctx.project
             given_id = data.get("id")
-            memory = redact_memory(Memory.from_dict(data))  # as the store keeps it (already redacted: as is)
+            memory = Memory.from_dict(data)
             for name in ("content", "id", "user_id", "project", "session_id"):
                 value = getattr(memory, name)
                 if isinstance(value, str):
                     if "\x00" in value:
                         raise InvalidMemory(f"{name} contains a NUL character")
                     value.encode("utf-8")  # a lone surrogate from a \\ud83d escape cannot be stored
+            memory = redact_memory(memory)  # as the store keeps it (already redacted text: as is)
             if not given_id:
                 memory = memory.replace(id=content_id(memory))
             checked = _events(memory.id, raw_events)

@@ -342,6 +342,8 @@ def _pass(m: re.Match[str]) -> str:
     value = m.group("value")
     if _keep(m) or _is_prose(value) or not _looks_like_password(value) and m.group("sep").strip() not in (":", "="):
         return m.group(0)
+    if m.group("label").lower().startswith("pass") and (not _looks_like_password(value) or value.isdigit()):
+        return m.group(0)  # a bare "pass: 3" or "pass: true" counts or switches; "pass: Hunt3r!" is a password
     return m.group("label") + REDACTED
 
 

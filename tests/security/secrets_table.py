@@ -238,4 +238,9 @@ ORDINARY: list[str] = [
     "version 4.2.1 of the client and port 5432",
     "we use the pin method to lock versions",
     "the 2FA code is sent by SMS",
+    "pass: true",
+    "first pass: 3 failures, second pass: 0",
+    "the combination of both fixes is 2x faster",
+    "error code 500 from the auth service",
+    "security code review is done for 3 repos",
 ]
