@@ -211,3 +211,34 @@ async def test_sdk_session_store(isolated_home: Path, caplog: pytest.LogCaptureF
     outputs = [json.dumps(loaded), repr(info), json.dumps(await store.list_session_summaries("-w-shop"))]
     assert loaded is not None and len(loaded) == len(entries)
     assert_no_leaks("sdk-session-store", isolated_home, outputs, caplog)
+
+
+@pytest.mark.parametrize("backend", ["native", "memory"])
+async def test_every_write_primitive_of_a_backend_redacts(backend: str, isolated_home: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """The store's own guarantee, whatever calls it: add, add_many, update (content and metadata),
+    session notes and history entries (reason and details)."""
+    from datetime import UTC, datetime
+
+    from dexai_memory.models import MemoryEvent
+    from dexai_memory.providers.memory import InMemoryProvider
+
+    texts = [text for _, text, _ in SHAPES]
+    store = NativeProvider(isolated_home / "memory.db", embedder=None) if backend == "native" else InMemoryProvider()
+    outputs: list[str] = []
+    async with store:
+        first = await store.add(Memory(content=f"Note: {texts[0]}", user_id=USER, metadata={"raw": texts}))
+        many = await store.add_many([Memory(content=f"Note: {t}", user_id=USER) for t in texts])
+        for m, t in zip(many, reversed(texts), strict=True):
+            await store.update(m.id, user_id=USER, content=f"Changed: {t}", metadata={"why": t})
+        await store.add_session_note(f"Session: {texts[1]}", user_id=USER, session_id="s")
+        at = datetime(2024, 1, 1, tzinfo=UTC)
+        await store.record_event(MemoryEvent(first.id, "EDIT", texts[2], at, details={"after": texts[3]}), user_id=USER)
+        await store.record_events([MemoryEvent(first.id, "UPDATE", t, at, details={"before": t}) for t in texts],
+                                  user_id=USER)
+        listed = await store.list(user_id=USER, limit=1000)
+        outputs += [json.dumps([m.to_dict() for m in listed]),
+                    json.dumps([e.to_dict() for e in await store.events(first.id, user_id=USER)])]
+        assert len(listed) == len(texts) + 2
+    found = leaks(isolated_home, outputs, caplog)
+    assert not found, f"LEAKED {backend} {len(found)}/{len(SHAPES)}: {json.dumps(found)}"
