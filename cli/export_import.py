@@ -29,6 +29,7 @@ from dexai_memory.cli.memory import with_provider
 from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryEvent, MemoryType, SearchFilters
 from dexai_memory.providers import MemoryProvider
+from dexai_memory.providers.redacting import redact_memory
 
 
 @click.command()
@@ -207,6 +208,7 @@ def read_import_lines(file: Path, ctx: Context,
                     if "\x00" in value:
                         raise InvalidMemory(f"{name} contains a NUL character")
                     value.encode("utf-8")  # a lone surrogate from a \\ud83d escape cannot be stored
+            memory = redact_memory(memory)  # as the store keeps it (already redacted text: as is)
             if not given_id:
                 memory = memory.replace(id=content_id(memory))
             checked = _events(memory.id, raw_events)

@@ -132,9 +132,11 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
     Example: dexai memory add "Prefers pytest over unittest" --type preference -i 7
     """
     from dexai_memory.agent_tools.ops import add_request
+    from dexai_memory.text.redaction import redact
 
     try:
-        m = Memory(content=content, user_id=ctx.user, project=ctx.project, type=MemoryType.parse(type_),
+        # redacted here too (the store redacts every write): supersession and the answer see what is kept
+        m = Memory(content=redact(content), user_id=ctx.user, project=ctx.project, type=MemoryType.parse(type_),
                    importance=importance, confidence=confidence, source_ids=sources,
                    session_id=session, tier=Tier.parse(tier))
     except InvalidMemory as exc:

@@ -56,7 +56,14 @@ transcript backups              :func:`dexai_memory.daemon.session_state.backup_
                                 ``redact_for_state``)
 the ``remember`` tool           :func:`dexai_memory.agent_tools.remember`
                                 (refuses what is all private or secret)
-``dexai memory add/import``     not redacted: the operator's own explicit writes
+every write to the store        :mod:`dexai_memory.providers.redacting`: every
+(``dexai memory add/import``,   backend's ``add``, ``add_many``, ``update`` and
+``facts add``, the panel, MCP,  history entries, whatever the door (an import of an
+notes, snapshots, episodes)     export keeps its already-redacted text as is)
+the Agent SDK session store     :func:`dexai_memory.sessions.store.redact_entry`
+(``sessions.db``)               (every string of every entry)
+the prefetch state file and     :func:`dexai_memory.recall.prefetch.error_item`
+its "Known about ..." header    (a failing command's output is redacted first)
 ==============================  ====================================================
 
 Standard library only (the command hook imports it on every captured turn).

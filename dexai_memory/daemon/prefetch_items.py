@@ -148,7 +148,10 @@ async def run_prefetch(settings: Settings, lookup: Lookup, payload: dict[str, An
     state["items"] = [*(state.get("items") or []), *(i.key for i in items)][-MAX_REMEMBERED:]
 
     def save() -> None:
-        write_json(prefetch_file(settings, sid), state)
+        from ..text.redaction import redact_all
+
+        # the items' keys are built from redacted text; the whole state is redacted again for any other
+        write_json(prefetch_file(settings, sid), redact_all(state))
         if block.memory_ids:
             # shown now: auto-recall does not repeat them, and Stop counts their citations in the reply
             remember_injected(settings, sid, block.memory_ids)

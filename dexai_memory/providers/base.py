@@ -43,6 +43,7 @@ from ..models import (
 )
 from .capabilities import ProviderCapabilities
 from .contradictions import ContradictionLog
+from .redacting import wrap_writes
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -71,6 +72,12 @@ class MemoryProvider(abc.ABC):
     contradiction_log: ContradictionLog | None = None
     #: The embedder this store's vectors come from (None: none, or not ours).
     embedder: Embedder | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every backend's writes are redacted (:mod:`.redacting`): text enters any store only
+        through :func:`~dexai_memory.text.redaction.redact`, whatever door it came through."""
+        super().__init_subclass__(**kwargs)
+        wrap_writes(cls)
 
     async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Open connections / load resources. Idempotent."""

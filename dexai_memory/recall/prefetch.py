@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..models import Memory, MemoryType, SearchFilters
+from ..text.redaction import redact
 from ..text.words import STOP_WORDS
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ _ERROR_WORDS = frozenset({"error", "errors", "failed", "fail", "failure", "trace
                           "file", "line", "exit", "code", "command", "found", "none", "true", "false", "expected",
                           "cannot", "exist", "directory", "module", "named", "exception", "raise", "raised", "self",
                           "return", "value", "type", "test", "tests", "passed", "warning", "warnings", "usage"})
-_ERROR_STOP = STOP_WORDS | _ERROR_WORDS
+_ERROR_STOP = STOP_WORDS | _ERROR_WORDS | {"redacted"}
 
 
 class PrefetchItem(NamedTuple):
@@ -111,8 +112,9 @@ def file_item(path: str, cwd: str | None = None) -> PrefetchItem | None:
 
 def error_item(error: str) -> PrefetchItem | None:
     """The item of a failing command: its error text (the last lines say most; the command itself
-    is no needle: it names its program, not its failure)."""
-    lines = [ln.strip() for ln in (error or "").splitlines() if ln.strip()]
+    is no needle: it names its program, not its failure). Redacted first: a key or token in the
+    output reaches neither the prefetch state file nor the "Known about ..." header."""
+    lines = [ln.strip() for ln in redact(error or "").splitlines() if ln.strip()]
     if not lines:
         return None
     tail = "\n".join(lines[-6:])[:1200]

@@ -24,6 +24,9 @@ What it keeps, per session:
   append: running and pending tasks are kept, finished ones for
   :data:`FINISHED_TASK_TTL_MS` (24 hours) after they finished, then removed.
 
+Every string of every entry is redacted before it is stored (:func:`redact_entry`: ``<private>``
+text and secrets never reach ``sessions.db``; ids and signatures are kept as they are).
+
 Appends are atomic (one ``BEGIN IMMEDIATE`` transaction each), so concurrent
 writers never interleave a batch or lose a summary fold. The store is
 duck-typed to the SDK's ``SessionStore`` protocol; nothing here imports the
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..datadir import ensure_home, private_file
 from ..extraction.usage import Usage
+from ..text.redaction import redact
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -273,6 +277,7 @@ class SessionStore:
 
     def _append(self, key: dict[str, Any], entries: list[dict[str, Any]]) -> None:
         pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath") or ""
+        entries = [redact_entry(e) for e in entries]  # <private> text and secrets never reach sessions.db
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -322,6 +327,24 @@ class SessionStore:
 
 #: The tables holding a session's rows.
 TABLES = ("entries", "sessions", "tool_calls", "usage", "tasks")
+
+
+#: Keys whose values are identifiers or opaque signatures, not text: kept as they are (a resumed
+#: session needs its uuids, and a thinking block's signature is checked by the API).
+_OPAQUE_KEYS = frozenset({"uuid", "parentUuid", "leafUuid", "sessionId", "session_id", "id", "tool_use_id",
+                          "requestId", "request_id", "signature", "timestamp", "type", "model", "role"})
+
+
+def redact_entry(value: Any) -> Any:
+    """A transcript entry with every string in it, however nested, through
+    :func:`~dexai_memory.text.redaction.redact`, but the values of :data:`_OPAQUE_KEYS`."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_entry(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in _OPAQUE_KEYS and isinstance(v, str) else redact_entry(v) for k, v in value.items()}
+    return value
 
 
 def prune_tasks(db: sqlite3.Connection, now_ms: int) -> int:

@@ -51,9 +51,9 @@ async def test_get_unknown_raises(provider: MemoryProvider) -> None:
 
 
 async def test_user_isolation(provider: MemoryProvider) -> None:
-    mine = await provider.add(Memory("Alice's locker code is 4711", user_id="alice"))
-    await provider.add(Memory("Bob's locker code is 1234", user_id="bob"))
-    results = await provider.search("locker code", user_id="bob", limit=10)
+    mine = await provider.add(Memory("Alice's locker number is 4711", user_id="alice"))
+    await provider.add(Memory("Bob's locker number is 1234", user_id="bob"))
+    results = await provider.search("locker number", user_id="bob", limit=10)
     assert results and all(r.memory.user_id == "bob" for r in results)
     assert all(m.user_id == "bob" for m in await provider.list(user_id="bob"))
     with pytest.raises(MemoryNotFound):
@@ -61,7 +61,7 @@ async def test_user_isolation(provider: MemoryProvider) -> None:
     with pytest.raises(MemoryNotFound):
         await provider.update(mine.id, user_id="bob", content="hijacked")
     assert await provider.delete(mine.id, user_id="bob", hard=True) is False
-    assert (await provider.get(mine.id, user_id="alice")).content == "Alice's locker code is 4711"
+    assert (await provider.get(mine.id, user_id="alice")).content == "Alice's locker number is 4711"
 
 
 async def test_search_finds_relevant_first(provider: MemoryProvider) -> None:

@@ -1,0 +1,1 @@
+"""Security tests: secrets, rendering, bounds, doors, the store."""
