@@ -50,17 +50,25 @@ REPO_ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 #: Cached databases and other large derived files (gitignored).
 CACHE_DIR = BENCH_DIR / ".cache"
-#: The LoCoMo development split shared by the project.
-def _locomo_path() -> Path:
-    """$DEXAI_LOCOMO_PATH, else ``shared/bench/locomo`` beside the checkout (as CI lays it out)."""
-    if os.environ.get("DEXAI_LOCOMO_PATH"):
-        return Path(os.environ["DEXAI_LOCOMO_PATH"])
-    relative = Path("shared") / "bench" / "locomo" / "locomo10-dev.json"
+def shared_bench_path(env: str, *parts: str) -> Path:
+    """$``env``, else ``shared/bench/<parts>`` beside the checkout (as CI lays it out).
+
+    Third-party data fetched for development is never committed: it lives in
+    ``shared/bench/`` next to the repository (``/work/shared/bench`` here).
+    """
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    relative = Path("shared", "bench", *parts)
     here = Path(__file__).resolve().parent.parent
     for base in (here.parent, here, Path("/work")):
-        if (base / relative).is_file():
+        if (base / relative).exists():
             return base / relative
     return here.parent / relative
+
+
+def _locomo_path() -> Path:
+    """The LoCoMo development split shared by the project ($DEXAI_LOCOMO_PATH to point elsewhere)."""
+    return shared_bench_path("DEXAI_LOCOMO_PATH", "locomo", "locomo10-dev.json")
 
 
 LOCOMO_PATH = _locomo_path()
