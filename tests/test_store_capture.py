@@ -294,3 +294,18 @@ async def sh(*command: str, check: bool = True) -> None:
     import asyncio
 
     await asyncio.to_thread(subprocess.run, list(command), capture_output=True, check=check)
+
+
+def test_a_hook_does_not_wait_out_its_budget_for_a_daemon_that_failed_at_start(settings: Settings) -> None:
+    """A store no daemon can open, autostart on: the daemon started for the hook exits at start,
+    and the hook's wait ends then (not after ``hooks.cold_start_wait_seconds``): it queues its
+    event at once."""
+    import time
+
+    from dexai_memory.daemon.control import spawn, wait_until_answering
+
+    settings.db_path.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    assert spawn(settings, reason="test") is not None
+    started = time.monotonic()
+    assert wait_until_answering(settings, 600.0) is False
+    assert time.monotonic() - started < 300  # a guard against waiting out the budget, not a speed target

@@ -271,14 +271,36 @@ def status(settings: Settings, timeout: float = 2.0) -> DaemonStatus:
                         log=str(log_path(settings)), socket=str(settings.socket_path))
 
 
+def _spawned_and_gone(settings: Settings) -> bool:
+    """The daemon last started has exited without taking the lock: it failed at start (a damaged
+    store, a broken ``memory.yaml``); nothing will answer."""
+    try:
+        lines = _spawn_stamp(settings).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+    if len(lines) < 2 or not lines[1].strip().isdigit():
+        return False  # its pid not written yet
+    try:
+        os.kill(int(lines[1]), 0)
+    except ProcessLookupError:
+        return not lock_held(settings)
+    except PermissionError:
+        return False
+    return False
+
+
 def wait_until_answering(settings: Settings, timeout: float) -> bool:
-    """Poll the socket until a daemon answers ``ping`` (True) or ``timeout`` passes."""
+    """Poll the socket until a daemon answers ``ping`` (True), ``timeout`` passes, or the daemon
+    started for it has exited without answering (False at once: a hook does not wait out its
+    budget for a daemon that failed at start, it queues its event)."""
     from .ipc import ipc_request
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ipc_request(settings.socket_path, {"op": "ping"}, 0.5) is not None:
             return True
+        if _spawned_and_gone(settings):
+            return False
         time.sleep(0.1)
     return False
 
