@@ -220,13 +220,16 @@ def test_prompts_said_while_no_daemon_can_open_the_store_wait_in_the_queue(setti
     assert sorted(user_prompts(settings.home)) == sorted(PROMPTS[:3])
 
 
-def test_transcript_prompts_skip_tool_results_meta_and_commands(tmp_path: Path) -> None:
+def test_transcript_prompts_skip_tool_results_meta_commands_and_the_compaction_summary(tmp_path: Path) -> None:
     lines = [{"type": "user", "message": {"role": "user", "content": "First question about the build"},
               "promptId": "a1"},
              {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}},
              {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}},
              {"type": "user", "isMeta": True, "message": {"role": "user", "content": "caveat"}},
              {"type": "user", "message": {"role": "user", "content": "<command-name>/clear</command-name>"}},
+             {"type": "user", "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
+              "message": {"role": "user", "content": "This session is being continued from a previous "
+                          "conversation that ran out of context. Pick up the last task."}},
              {"type": "user", "message": {"role": "user", "content": "Second question, still running"}}]
     path = tmp_path / "t.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{broken\n")

@@ -140,7 +140,10 @@ def _result_text(block: Mapping[str, Any]) -> str:
     return ""
 
 
-def _user_text(entry: Mapping[str, Any]) -> str:
+def user_text(entry: Mapping[str, Any]) -> str:
+    """What the user typed in a transcript entry of type ``user``: '' for tool results, slash
+    commands and their output, system reminders, and Claude Code's own entries (meta lines, the
+    compaction summary, a subagent's instructions)."""
     content = (entry.get("message") or {}).get("content")
     if isinstance(content, str):
         text = content
@@ -226,7 +229,7 @@ def artifacts_of(entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[A
             blocks = _blocks(entry)
             results = [b for b in blocks if b.get("type") == "tool_result"]
             if not results:
-                text = _user_text(entry)
+                text = user_text(entry)
                 if text:
                     prompts.append(text)
                 continue

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..capture.episodes import user_text
 from .session_state import (
     TRANSCRIPT_TAIL_BYTES,
     redact_for_state,
@@ -68,7 +69,7 @@ class TranscriptPrompt:
 def transcript_prompts(path: Any, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[TranscriptPrompt]:
     """The user prompts at the end of a transcript JSONL (the last ``max_bytes``), oldest first;
     [] when there is no readable transcript. Tool results, meta lines and slash commands are not
-    prompts."""
+    prompts, nor is Claude Code's compaction summary."""
     real = transcript_file(path)
     if not real:
         return []
@@ -90,13 +91,14 @@ def transcript_prompts(path: Any, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> 
             entry = json.loads(raw) if raw.strip() else None
         except ValueError:
             continue
-        if not isinstance(entry, dict) or entry.get("isMeta") or entry.get("type") not in ("user", "assistant"):
-            continue
-        text = text_of((entry.get("message") or {}).get("content")).strip()
-        if not text or text.startswith(("<command-", "<local-command")):
+        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):
             continue
         if entry["type"] == "assistant":
-            last_answered = len(found) - 1
+            if text_of((entry.get("message") or {}).get("content")).strip():
+                last_answered = len(found) - 1
+            continue
+        text = user_text(entry)  # the one reading of a typed prompt (not the compaction summary)
+        if not text:
             continue
         pid = entry.get("promptId")
         found.append((text, str(pid) if isinstance(pid, str | int) and str(pid) else None))
