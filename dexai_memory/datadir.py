@@ -3,6 +3,7 @@ user data dir), created 0700, every file in it 0600, and the umask our processes
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -94,3 +95,20 @@ def private_umask() -> None:
     keeps its own umask (the files we open ourselves use :func:`private_file`).
     """
     os.umask(PRIVATE_UMASK)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file beside it, then a rename), mode
+    0600; on failure (disk full) no temporary file is left behind and the error is raised."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise

@@ -17,7 +17,6 @@ queue, so a prompt is queued once whichever path got it there. Stdlib only.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from .session_state import (
     redact_for_state,
     safe_id,
     text_of,
-    transcript_file,
+    transcript_tail,
     turn_id,
 )
 
@@ -70,20 +69,7 @@ def transcript_prompts(path: Any, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> 
     """The user prompts at the end of a transcript JSONL (the last ``max_bytes``), oldest first;
     [] when there is no readable transcript. Tool results, meta lines and slash commands are not
     prompts, nor is Claude Code's compaction summary."""
-    real = transcript_file(path)
-    if not real:
-        return []
-    try:
-        with open(real, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read()
-    except OSError:
-        return []
-    lines = data.split(b"\n")
-    if size > max_bytes:
-        lines = lines[1:]  # the first line is probably cut
+    lines = transcript_tail(path, max_bytes=max_bytes)
     found: list[tuple[str, str | None]] = []
     last_answered = -1  # the last prompt an assistant message followed
     for raw in lines:

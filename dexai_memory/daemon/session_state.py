@@ -130,19 +130,9 @@ def marker_path(settings: Settings, session_id: str | None) -> Path:
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` atomically, mode 0600; on failure (disk full) no temporary
     file is left behind and the error is raised."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(data, default=str, ensure_ascii=False).encode("utf-8", "replace")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, text)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    from ..datadir import write_private
+
+    write_private(path, json.dumps(data, default=str, ensure_ascii=False).encode("utf-8", "replace"))
 
 
 def write_marker(settings: Settings, session_id: str | None, data: dict[str, Any]) -> Path:
@@ -337,13 +327,14 @@ def transcript_file(path: Any) -> str | None:
     return real
 
 
-def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[tuple[str, str]]:
-    """``(role, text)`` of the user/assistant messages at the end of a transcript JSONL."""
-    path = transcript_file(path)
-    if not path:
+def transcript_tail(path: Any, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[bytes]:
+    """The whole lines of the last ``max_bytes`` of a transcript JSONL (a line cut by the start
+    of the window left out); [] when there is no readable transcript."""
+    real = transcript_file(path)
+    if not real:
         return []
     try:
-        with open(path, "rb") as fh:
+        with open(real, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - max_bytes))
@@ -351,8 +342,12 @@ def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES)
     except OSError:
         return []
     lines = data.split(b"\n")
-    if len(data) >= max_bytes:
-        lines = lines[1:]  # the first line is probably cut
+    return lines[1:] if size > max_bytes else lines  # the first line is probably cut
+
+
+def read_transcript(path: str | None, *, max_bytes: int = TRANSCRIPT_TAIL_BYTES) -> list[tuple[str, str]]:
+    """``(role, text)`` of the user/assistant messages at the end of a transcript JSONL."""
+    lines = transcript_tail(path, max_bytes=max_bytes)
     out: list[tuple[str, str]] = []
     for raw in lines:
         if not raw.strip():

@@ -32,6 +32,8 @@ import os
 import time
 from pathlib import Path
 
+from ...datadir import write_private
+
 #: Marks of SQLite's own corruption errors (SQLITE_CORRUPT, SQLITE_NOTADB).
 CORRUPTION_WORDS = ("malformed", "not a database", "corrupt")
 
@@ -61,18 +63,8 @@ def mark_damaged(db: Path, reason: str) -> None:
         return
     data = {"reason": reason[:500], "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "dev": st.st_dev, "ino": st.st_ino}
-    path = mark_path(db)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, json.dumps(data).encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    with contextlib.suppress(OSError):  # the damage is raised all the same; the mark is a courtesy
+        write_private(mark_path(db), json.dumps(data).encode())
 
 
 def damage_reason(db: Path) -> str | None:
