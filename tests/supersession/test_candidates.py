@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from dexai_memory.capture.gate import Gate
 from dexai_memory.config import load_settings
 from dexai_memory.models import Memory, MemoryType, Turn
@@ -58,12 +53,6 @@ def test_remove_and_replace() -> None:
     index.remove(m.id)
     index.remove(m.id)  # unknown: no-op
     assert index.candidates("Caroline lives in Boston", user_id="u") == []
-
-
-@pytest.fixture
-async def provider(tmp_path: Path) -> AsyncIterator[NativeProvider]:
-    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
-        yield p
 
 
 async def test_ingest_supersedes_what_an_earlier_run_stored(provider: NativeProvider) -> None:

@@ -3,14 +3,12 @@ and the change takes effect when it was said. Real SQLite, the offline extractor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from dexai_memory.agent_tools import RememberStatus, remember
-from dexai_memory.config import Settings, load_settings
+from dexai_memory.config import Settings
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.lifecycle.editing import add_by_hand
 from dexai_memory.models import Memory, MemoryType, SearchFilters, Turn, UpdateAction
@@ -98,17 +96,6 @@ def test_words_keep_unicode_letters() -> None:
 
 
 # --------------------------------------------------------------------------- through the store
-
-@pytest.fixture
-async def provider(tmp_path: Path) -> AsyncIterator[NativeProvider]:
-    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
-        yield p
-
-
-@pytest.fixture
-def settings() -> Settings:
-    return load_settings()
-
 
 def _turn(i: int, text: str, when: datetime) -> Turn:
     return Turn(id=f"t{i}", user_id="u", content=text, role="user", session_id=f"s{i}", timestamp=when)

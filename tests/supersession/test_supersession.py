@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from dexai_memory.agent_tools import RememberStatus, remember
-from dexai_memory.config import Settings, load_settings
+from dexai_memory.config import Settings
 from dexai_memory.models import Memory, SearchFilters, Turn, UpdateAction, UpdateDecision
 from dexai_memory.pipeline import Pipeline
 from dexai_memory.providers import history as timeline
@@ -104,17 +101,6 @@ def test_protect_pinned_turns_overwrites_into_adds() -> None:
     assert [d.action for d in out] == [A, A, N, S]
     assert out[0].memory_id is None and "pinned" in out[0].reason and "explicit user action" in out[0].reason
     assert out[3] == decisions[3]
-
-
-@pytest.fixture
-async def provider(tmp_path: Path) -> AsyncIterator[NativeProvider]:
-    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
-        yield p
-
-
-@pytest.fixture
-def settings() -> Settings:
-    return load_settings()
 
 
 async def test_pipeline_never_supersedes_a_pinned_memory(provider: NativeProvider, settings: Settings) -> None:

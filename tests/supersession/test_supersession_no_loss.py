@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from dexai_memory.config import Settings, load_settings
+from dexai_memory.config import Settings
 from dexai_memory.extraction.offline import OfflineExtractor
 from dexai_memory.models import (
     Memory,
@@ -99,17 +98,6 @@ async def lost_facts(provider: NativeProvider, turns: Sequence[Turn]) -> list[st
 def _turns(texts: Sequence[str], start: datetime = datetime(2024, 1, 1, tzinfo=UTC)) -> list[Turn]:
     return [Turn(id=f"t{i}", user_id="u", content=text, role="user", timestamp=start + timedelta(minutes=i),
                  session_id="s") for i, text in enumerate(texts)]
-
-
-@pytest.fixture
-async def provider(tmp_path: Path) -> AsyncIterator[NativeProvider]:
-    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
-        yield p
-
-
-@pytest.fixture
-def settings() -> Settings:
-    return load_settings()
 
 
 # --------------------------------------------------------------------------- the classifier's rules
