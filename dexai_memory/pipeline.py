@@ -229,12 +229,11 @@ class Pipeline:
 
     # ------------------------------------------------------------------ admission
     def admit(self, turn: Turn, recent: Sequence[str] = ()) -> tuple[Turn | None, GateResult]:
-        """Redact ``turn``, then score it (:func:`~dexai_memory.capture.admit.admit`).
+        """Clip and redact ``turn``, then score it (:func:`~dexai_memory.capture.admit.admit`).
         Returns (the redacted turn or None, the gate's verdict)."""
         from .capture.admit import admit
-        from .limits import clip_content
 
-        admission = admit(clip_content(turn, self.settings.limits.max_turn_chars), recent, self.gate)
+        admission = admit(turn, recent, self.gate, max_chars=self.settings.limits.max_turn_chars)
         return admission.turn, admission.verdict
 
     # ------------------------------------------------------------------ extraction + storage

@@ -74,6 +74,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..limits import LimitsConfig, clip_content
 from ..models import Turn
 from ..text.redaction import redact
 from .evidence import evidence_kind
@@ -124,15 +125,17 @@ def redact_context(context: Sequence[str]) -> tuple[str, ...]:
     return tuple(redact(str(c)) for c in context)
 
 
-def admit(turn: Turn | Mapping[str, Any], context: Sequence[str], gate: Gate) -> Admission:
-    """Redact ``turn`` (a :class:`~dexai_memory.models.Turn` or its dict) and ``context``, set
-    evidence aside, then score the redacted text with ``gate`` against the redacted context (see
-    the module docstring).
+def admit(turn: Turn | Mapping[str, Any], context: Sequence[str], gate: Gate, *,
+          max_chars: int = LimitsConfig.max_turn_chars) -> Admission:
+    """Hold ``turn`` (a :class:`~dexai_memory.models.Turn` or its dict) to ``max_chars``
+    (``limits.max_turn_chars``: its head and tail, :func:`~dexai_memory.limits.clip`), redact it
+    and ``context``, set evidence aside, then score the redacted text with ``gate`` against the
+    redacted context (see the module docstring).
 
     Queue the result when :attr:`Admission.passed`; what to do with a turn that
     did not pass (keep it as context, archive it) is the caller's choice.
     """
-    raw = turn if isinstance(turn, Turn) else Turn.from_dict(turn)
+    raw = clip_content(turn if isinstance(turn, Turn) else Turn.from_dict(turn), max_chars)  # bounded work first
     clean = redact_turn(raw)
     recent = redact_context(context)
     if clean is None:

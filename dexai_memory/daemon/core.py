@@ -52,7 +52,7 @@ from ..capture.admit import admit
 from ..capture.queue import ExtractionQueue, Job
 from ..embeddings import bulk_embedder
 from ..errors import DaemonError, DexaiMemoryError, QueueError
-from ..limits import clip, clip_content
+from ..limits import clip
 from ..models import Turn, utcnow
 from ..pipeline import RECENT_TURNS, Pipeline
 from .executor import EventExecutor
@@ -511,10 +511,9 @@ class MemoryDaemon:
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
         cap = self.settings.limits.max_turn_chars
-        turn = clip_content(turn, cap)  # before redaction, the gate and the queue: bounded work
         seen = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
         seen.extend(clip(str(text), cap) for text in recent)
-        admission = admit(turn, tuple(seen), self.pipeline.gate)  # redact, then gate
+        admission = admit(turn, tuple(seen), self.pipeline.gate, max_chars=cap)  # clip, redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:
             return verdict
