@@ -251,6 +251,8 @@ _SETTING_NAME = re.compile(
 def _env_assign(m: re.Match[str]) -> str:
     if _keep(m) or _SETTING_NAME.search(m.group("name")):  # PGPASSWORD=$SECRET names a variable, no secret
         return m.group(0)
+    if m.group("name").isalpha() and m.group("name").islower() and m.group("name").endswith("s"):
+        return m.group(0)  # a plural word heading prose ("all secrets: BFG repo-cleaner"), not a variable
     return m.group("label") + REDACTED
 
 
@@ -395,6 +397,10 @@ def _entropy(token: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+#: A part of a file or identifier name: a word (capitalised, lower or upper case) or a short number.
+_NAME_PART = re.compile(r"[A-Z]?[a-z]{2,}|[A-Z]{2,8}|\d{1,4}")
+
+
 def _looks_random(token: str) -> bool:
     """A long token mixing upper case, lower case and digits with high entropy (not a word, path or hash)."""
     stripped = token.strip(".=")
@@ -402,7 +408,10 @@ def _looks_random(token: str) -> bool:
         return False
     classes = sum((any(c.islower() for c in stripped), any(c.isupper() for c in stripped),
                    any(c.isdigit() for c in stripped)))
-    return classes == 3 and _entropy(stripped) >= 4.0
+    if classes < 3 or _entropy(stripped) < 4.0:
+        return False
+    # words joined by separators ("02-Security-Vulnerabilities-Audit.md", "Release_2024_Notes") are a name
+    return not all(_NAME_PART.fullmatch(part) for part in re.split(r"[-_./]+", stripped) if part)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -188,6 +188,9 @@ SHAPES: list[tuple[str, str, tuple[str, ...]]] = [
 
 #: Sentences about secrets that hold none: redaction leaves them exactly as they are.
 ORDINARY: list[str] = [
+    # seen in a real session's memory, redacted before: file names of words, a plural heading
+    "edited 01-Access-Permissions-Audit.md, 02-Security-Vulnerabilities-Audit.md and 05-Final-Security-Summary.md",
+    "rewrite history; scrub, purge, sanitize repo of all secrets: BFG repo-cleaner + git-filter-repo",
     "I forgot my password yesterday",
     "the password reset flow is broken",
     "PIN the dependency to 2.31 until the fix lands",
