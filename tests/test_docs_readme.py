@@ -5,6 +5,8 @@ docs describe the code and not its history, and every page of docs/ is reachable
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import itertools
 import os
 import re
 import subprocess
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dexai_memory.config import load_settings
-from dexai_memory.demo.claude_cli import build_env
+from dexai_memory.demo.claude_cli import build_env, claude_binary
 from dexai_memory.demo.fakeapi import FakeMessagesAPI, text_of
 from dexai_memory.embeddings import Embedder
 from dexai_memory.models import Memory, MemoryType
@@ -105,3 +107,37 @@ def test_the_agent_sdk_script_runs_as_pasted(tmp_path: Path, isolated_home: Path
         assert proc.stdout.strip().splitlines()[-1] == "OK."  # the fake model's answer, printed by the script
         assert any(fact in text_of(request) for request in api.message_requests()), \
             "the memory recalled for the prompt did not reach the model"
+
+
+def claude_lines() -> list[list[str]]:
+    """The subcommand words of each ``claude ...`` line in the README's bash blocks (up to the first
+    argument: a path, a URL or ``plugin@marketplace``)."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S):
+        for line in block.splitlines():
+            words = line.split(" #")[0].split()
+            if words[:1] == ["claude"]:
+                out.append(list(itertools.takewhile(lambda w: re.fullmatch(r"[a-z-]+", w), words[1:])))
+    return out
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("words", claude_lines(), ids=" ".join)
+def test_claude_commands_exist(words: list[str], tmp_path: Path) -> None:
+    """Each ``claude ...`` command the README gives is one the bundled Claude Code CLI has (its ``--help``
+    shows that command's usage, not its parent's)."""
+    proc = subprocess.run([str(claude_binary()), *words, "--help"], env={**build_env(tmp_path, "http://127.0.0.1:9")},
+                          capture_output=True, text=True, timeout=60, check=False)
+    usage = r"Usage: claude " + " ".join(rf"{re.escape(w)}(\|[\w-]+)*" for w in words) + r" "
+    assert re.search(usage, proc.stdout), proc.stdout[:500]
+
+
+def test_python_modules_in_shell_blocks_exist() -> None:
+    text = "\n".join(re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S))
+    modules = re.findall(r"python -m ([\w.]+)", text)
+    assert modules
+    sys.path.insert(0, str(REPO))  # benchmarks/ is a package of the checkout, not of the wheel
+    try:
+        assert not [m for m in modules if importlib.util.find_spec(m) is None]
+    finally:
+        sys.path.remove(str(REPO))
