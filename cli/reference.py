@@ -175,8 +175,13 @@ def _default_text(value: Any) -> str:
     return str(value)
 
 
+def _plain(text: str) -> str:
+    """Sphinx roles (``:mod:`x```, ``:func:`~x```) as plain code, double backticks as single ones."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _plain(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render() -> str:
@@ -215,7 +220,7 @@ def render() -> str:
 def _section_doc(top: str) -> str:
     hint = typing.get_type_hints(Settings)[top]
     if dataclasses.is_dataclass(hint) and hint.__doc__:
-        return " ".join(hint.__doc__.split())
+        return _plain(" ".join(hint.__doc__.split()))
     comments = _field_comments(Settings)
     return comments.get(top, "")
 
