@@ -31,8 +31,9 @@ points at that memory instead.
 
 All or nothing: the caller checks every entry before calling; when a write
 fails here, what this import wrote is undone (:class:`Undo`: the memories it
-added are removed, the memories it changed are put back, the contradictions it
-left open are closed) and the error is raised again.
+added are removed, the memories it changed are put back with an
+``IMPORT_UNDONE`` event after the ones the import recorded, the contradictions
+it left open are closed) and the error is raised again.
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ class Undo:
                 continue
             try:
                 await self.provider.update(mid, user_id=old.user_id, **{k: getattr(old, k) for k in _RESTORED})
+                await self.provider.record_event(MemoryEvent(mid, "IMPORT_UNDONE", "a failed import was undone: "
+                                                             "the memory is as it was before it", utcnow()),
+                                                 user_id=old.user_id)
             except DexaiMemoryError:
                 logger.exception("could not put memory %s back after a failed import", mid)
         log = self.provider.contradiction_log
@@ -153,7 +157,8 @@ async def import_memories(provider: MemoryProvider, memories: Sequence[Memory],
             await _one(provider, note, events, with_history, absorbed, undo, done, classifier=classifier, top_k=top_k)
             if progress:
                 progress(1)
-        relinked = [m.replace(superseded_by=absorbed.get(m.superseded_by, m.superseded_by)) for m in past]
+        relinked = [m.replace(superseded_by=absorbed.get(m.superseded_by, m.superseded_by)) if m.superseded_by
+                    else m for m in past]
         for m in relinked:
             await provider.add(m)
             undo.added.append(m)

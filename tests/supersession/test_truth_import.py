@@ -207,6 +207,6 @@ async def test_a_write_that_fails_midway_undoes_the_import(tmp_path: Path) -> No
         assert await p.list(user_id="robin", filters=SearchFilters(valid_only=False), limit=0) == list(after.values())
         assert await p.contradiction_log.list(user_id="robin") == []
         # the import had replaced Emacs before the failure: its history keeps that line (events are
-        # append-only), the memory itself is current again
+        # append-only) and says it was undone; the memory itself is current again
         assert p.adds == 5 and not events_before[emacs.id]
-        assert [e.action for e in await p.events(emacs.id, user_id="robin")] == ["SUPERSEDED"]
+        assert [e.action for e in await p.events(emacs.id, user_id="robin")] == ["SUPERSEDED", "IMPORT_UNDONE"]
