@@ -4,8 +4,9 @@
 that the store does not hold yet (their ids are not stored), with the history
 events the file carries for them. They are split in two:
 
-* **the past** (superseded, expired or archived entries): stored as they are,
-  with their links and history;
+* **the past** (superseded, expired or archived entries) and **records**
+  (transcripts, snapshots, episodes: :data:`RECORDS`): stored as they are, with
+  their links and history;
 * **current statements**: each decided by the one decision path
   (:func:`~.store.decide_statement`, then :func:`~.apply.apply`), oldest first by
   when it was said (``valid_from``, else ``created_at``; file order on a tie), so
@@ -46,7 +47,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import DexaiMemoryError
-from ..models import Memory, MemoryEvent, SearchFilters, UpdateAction, utcnow
+from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, UpdateAction, utcnow
 from . import contradictions
 from .apply import apply
 from .classifier import UpdateClassifier
@@ -81,9 +82,15 @@ def said(memory: Memory) -> datetime:
     return memory.valid_from or memory.created_at
 
 
+#: Types that are records, not statements: a transcript, a session's snapshot or episode is stored
+#: as it is (the pipeline writes them without supersession too).
+RECORDS = frozenset({MemoryType.TRANSCRIPT, MemoryType.SNAPSHOT, MemoryType.EPISODE})
+
+
 def is_statement(memory: Memory) -> bool:
-    """Whether an imported entry is a current statement (decided) rather than the past (stored as it is)."""
-    return memory.is_valid
+    """Whether an imported entry is a current statement (decided) rather than the past or a record
+    (:data:`RECORDS`), which are stored as they are."""
+    return memory.is_valid and memory.type not in RECORDS
 
 
 @dataclass
@@ -141,7 +148,7 @@ async def import_memories(provider: MemoryProvider, memories: Sequence[Memory],
     """
     done = Imported()
     statements = sorted((m for m in memories if is_statement(m)), key=said)  # sorted() is stable: file order on ties
-    past = [m for m in memories if not is_statement(m)]
+    past = [m for m in memories if not is_statement(m)]  # and records
     with_history = {m.id for m in memories if events.get(m.id)}
     if not enabled or await _nothing_to_compare(provider, statements, with_history):
         await _batch(provider, list(memories), store_batch)

@@ -210,3 +210,30 @@ async def test_a_write_that_fails_midway_undoes_the_import(tmp_path: Path) -> No
         # append-only) and says it was undone; the memory itself is current again
         assert p.adds == 5 and not events_before[emacs.id]
         assert [e.action for e in await p.events(emacs.id, user_id="robin")] == ["SUPERSEDED", "IMPORT_UNDONE"]
+
+
+def test_a_chain_whose_head_is_already_known_continues_in_the_stored_memory(tmp_path: Path) -> None:
+    """An export's chain (Emacs, then Neovim) into a store that already holds the Neovim statement:
+    the head is not stored twice, and the file's Emacs entry points at the stored memory."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    run(a, "memory", "add", "Robin uses Emacs as the editor")
+    run(a, "memory", "add", "Robin switched the editor to Neovim")
+    known = run(b, "memory", "add", "Robin switched the editor to Neovim")["id"]
+    dump = tmp_path / "dump.json"
+    ok("memory", "export", "-o", str(dump), "--user", "robin", "--home", str(a))
+    out = run(b, "memory", "import", str(dump))
+    assert out["imported"] == 1 and out["merged"][0]["into"] == known
+    mems = by_content(b)
+    assert len(mems) == 2 and mems["Robin uses Emacs as the editor"]["superseded_by"] == known
+    assert [m["content"] for m in run(b, "memory", "list")] == ["Robin switched the editor to Neovim"]
+
+
+def test_records_are_stored_as_they_are(tmp_path: Path) -> None:
+    """A transcript line says what was said, it is not a statement: it replaces nothing."""
+    home = tmp_path / "h"
+    _store(home, Memory(content="Robin uses Emacs as the editor", user_id="robin", id="m_emacs",
+                        created_at=datetime(2026, 1, 1, tzinfo=UTC), valid_from=datetime(2026, 1, 1, tzinfo=UTC)))
+    line = jsonl(tmp_path / "t.jsonl", {"content": "Robin switched the editor to Neovim", "type": "TRANSCRIPT",
+                                        "tier": "L3", "valid_from": at(3)})
+    assert run(home, "memory", "import", str(line))["imported"] == 1
+    assert everything(home)["m_emacs"]["superseded_by"] is None
