@@ -50,13 +50,19 @@ from ..errors import DexaiMemoryError
 from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, UpdateAction, utcnow
 from . import contradictions
 from .apply import apply
+from .candidates import CandidateIndex
 from .classifier import UpdateClassifier
+from .rules import OfflineClassifier
 from .store import DEFAULT_TOP_K, decide_statement
 
 if TYPE_CHECKING:
     from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
+
+#: Statements from which the offline rules find candidates by word overlap (:class:`~.candidates.CandidateIndex`,
+#: as bulk ingest does) rather than one search per statement.
+INDEX_FROM = 200
 
 #: The fields of a stored memory a decision may change, put back by :class:`Undo`.
 _RESTORED = ("content", "importance", "confidence", "mention_count", "tier", "source_ids", "valid_until",
@@ -137,14 +143,17 @@ async def import_memories(provider: MemoryProvider, memories: Sequence[Memory],
                           events: Mapping[str, Sequence[MemoryEvent]], *, classifier: UpdateClassifier | None = None,
                           top_k: int = DEFAULT_TOP_K, enabled: bool = True,
                           store_batch: Callable[[list[Memory]], Awaitable[object]] | None = None,
-                          progress: Callable[[int], None] | None = None) -> Imported:
+                          progress: Callable[[int], None] | None = None, index_from: int = INDEX_FROM) -> Imported:
     """Store ``memories`` (none of whose ids is stored yet) and their ``events`` (by memory id) as the
     module docstring says; returns what was done.
 
     ``classifier`` None: the offline rules (as ``dexai memory add``); ``enabled`` False
     (``supersession.enabled``) stores everything as it is. ``store_batch(memories)`` (awaitable)
     stores many memories in one transaction when nothing needs deciding (the caller's batch
-    writer; default ``provider.add_many``). Raises what the provider raises, after undoing.
+    writer; default ``provider.add_many``). From ``index_from`` statements on, the offline rules
+    find their candidates in a word index of the users' current memories, kept up to date as the
+    import writes (:class:`~.candidates.CandidateIndex`, as bulk ingest does). Raises what the
+    provider raises, after undoing.
     """
     done = Imported()
     statements = sorted((m for m in memories if is_statement(m)), key=said)  # sorted() is stable: file order on ties
@@ -159,9 +168,16 @@ async def import_memories(provider: MemoryProvider, memories: Sequence[Memory],
         return done
     undo = Undo(provider)
     absorbed: dict[str, str] = {}
+    index = None
+    if len(statements) >= index_from and (classifier is None or isinstance(classifier, OfflineClassifier)):
+        index = CandidateIndex()
+        for user in dict.fromkeys(m.user_id for m in statements):
+            for m in await provider.list(user_id=user, filters=SearchFilters(valid_only=True), limit=0):
+                index.add(m)
     try:
         for note in statements:
-            await _one(provider, note, events, with_history, absorbed, undo, done, classifier=classifier, top_k=top_k)
+            await _one(provider, note, events, with_history, absorbed, undo, done, classifier=classifier, top_k=top_k,
+                       index=index)
             if progress:
                 progress(1)
         relinked = [m.replace(superseded_by=absorbed.get(m.superseded_by, m.superseded_by)) if m.superseded_by
@@ -181,10 +197,10 @@ async def import_memories(provider: MemoryProvider, memories: Sequence[Memory],
 
 async def _one(provider: MemoryProvider, note: Memory, events: Mapping[str, Sequence[MemoryEvent]],
                with_history: set[str], absorbed: dict[str, str], undo: Undo, done: Imported, *,
-               classifier: UpdateClassifier | None, top_k: int) -> None:
-    """Decide and write one current statement of the import."""
+               classifier: UpdateClassifier | None, top_k: int, index: CandidateIndex | None) -> None:
+    """Decide and write one current statement of the import (``index``: kept up to date)."""
     own = note.id in with_history
-    decided = await decide_statement(provider, note, classifier=classifier, top_k=top_k,
+    decided = await decide_statement(provider, note, classifier=classifier, top_k=top_k, index=index,
                                      exclude=with_history - {note.id} if own else frozenset())
     decision = decided.decision
     if decision.action is UpdateAction.NOOP and decided.target is not None:
@@ -195,6 +211,8 @@ async def _one(provider: MemoryProvider, note: Memory, events: Mapping[str, Sequ
         await provider.add(note)
         undo.added.append(note)
         done.stored.append(note.id)
+        if index is not None:
+            index.add(note)
         if own:
             await provider.record_events(list(events[note.id]), user_id=note.user_id)
         else:
@@ -207,6 +225,8 @@ async def _one(provider: MemoryProvider, note: Memory, events: Mapping[str, Sequ
         if written is not None:
             absorbed[note.id] = written.id
             done.merged.append((note.id, written.id))
+            if index is not None:
+                index.add(written)  # merged: its new text
         return
     undo.added.append(note)
     done.stored.append(note.id)
@@ -214,9 +234,14 @@ async def _one(provider: MemoryProvider, note: Memory, events: Mapping[str, Sequ
         await provider.record_events(list(events[note.id]), user_id=note.user_id)
     target = decided.target.id if decided.target is not None else decision.memory_id
     if target is None:
+        if index is not None:
+            index.add(written)
         return
     current = await provider.get(target, user_id=note.user_id, include_deleted=True)
     mine = await provider.get(note.id, user_id=note.user_id)
+    if index is not None:
+        index.add(current)  # a superseded memory leaves the index
+        index.add(mine)
     if current.superseded_by == note.id:
         done.superseded.append((note.id, target))
     elif mine.is_valid and current.is_valid:

@@ -237,3 +237,25 @@ def test_records_are_stored_as_they_are(tmp_path: Path) -> None:
                                         "tier": "L3", "valid_from": at(3)})
     assert run(home, "memory", "import", str(line))["imported"] == 1
     assert everything(home)["m_emacs"]["superseded_by"] is None
+
+
+@pytest.mark.parametrize("index_from", [0, 10_000], ids=["word-index", "search"])
+async def test_both_ways_of_finding_candidates_decide_alike(tmp_path: Path, index_from: int) -> None:
+    """A big import finds candidates in a word index (as bulk ingest), a small one by search: the
+    same statements end the same way."""
+    def when(month: int) -> datetime:
+        return datetime(2026, month, 1, 10, tzinfo=UTC)
+
+    async with NativeProvider(tmp_path / "memory.db", embedder=None) as p:
+        await p.add(Memory("Robin likes green tea", user_id="robin", id="tea", valid_from=when(1)))
+        await p.add(Memory("Robin uses Emacs as the editor", user_id="robin", id="emacs", valid_from=when(1)))
+        todo = [Memory("Robin moved to Porto", user_id="robin", id="porto", valid_from=when(5)),
+                Memory("Robin lives in Lisbon", user_id="robin", id="lisbon", valid_from=when(2)),
+                Memory("Robin switched the editor to Neovim", user_id="robin", id="neovim", valid_from=when(4)),
+                Memory("Robin likes green tea", user_id="robin", id="tea2", valid_from=when(3))]
+        done = await import_memories(p, todo, {}, index_from=index_from)
+        current = {m.id for m in await p.list(user_id="robin", limit=0)}
+        assert current == {"tea", "porto", "neovim"}
+        assert (await p.get("lisbon", user_id="robin")).superseded_by == "porto"
+        assert (await p.get("emacs", user_id="robin")).valid_until == when(4)
+        assert done.merged == [("tea2", "tea")] and sorted(done.superseded) == [("neovim", "emacs"), ("porto", "lisbon")]
