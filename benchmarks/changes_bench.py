@@ -34,6 +34,13 @@ from the pair's label: SUPERSEDE for the stored memory holding the old value of
 a change, ADD otherwise. It measures what a correct model answer becomes once
 the guards, the storage rules and the timestamps have had their say, not the
 model's judgement. ``--classifier both`` runs the two.
+
+``--classifier import`` says each pair's second statement through ``dexai memory
+import`` instead (:func:`~dexai_memory.supersession.imports.import_memories`, the
+offline rules): its notes, dated when it was said, arrive as the lines of a file
+(a store that holds the first statement takes in what another one learnt), next
+to ``import-as-is``, the import that stored such lines as they were, without
+supersession. ``--classifier all`` runs the four.
 """
 
 from __future__ import annotations
@@ -112,13 +119,16 @@ def _recording_extractor() -> Any:
     return Recording()
 
 
-async def run_pair(pipeline: Any, pair: Pair) -> dict[str, Any]:
-    """Say the pair's two statements through ``pipeline``, then check the store (module docstring)."""
-    from dexai_memory.models import MemoryType, SearchFilters
-    from dexai_memory.providers import history as timeline
+async def run_pair(pipeline: Any, pair: Pair, *, imported: str | None = None) -> dict[str, Any]:
+    """Say the pair's two statements through ``pipeline``, then check the store (module docstring).
 
-    provider = pipeline.provider
-    user = f"u-{pair.id}"
+    ``imported`` ("as-is" or "decided"): the second statement's notes reach the store through
+    ``dexai memory import`` (:func:`~dexai_memory.supersession.imports.import_memories`) instead,
+    as lines of a file written elsewhere and dated when they were said; "as-is" stores them as the
+    import did before it went through supersession.
+    """
+    from dexai_memory.supersession.imports import import_memories
+
     gated: list[str] = []
     extracted: dict[str, bool] = {}
     for which, value in (("old", pair.old_value), ("new", pair.new_value)):
@@ -128,8 +138,22 @@ async def run_pair(pipeline: Any, pair: Pair) -> dict[str, Any]:
             extracted[which] = False
             continue
         pipeline.extractor.last = []
-        await pipeline.process([(clean, ())])
+        if which == "new" and imported is not None:
+            notes = await pipeline.extractor.extract([clean])
+            await import_memories(pipeline.provider, [pipeline.note_memory(n, [clean]) for n in notes], {},
+                                  enabled=imported == "decided")
+        else:
+            await pipeline.process([(clean, ())])
         extracted[which] = any(has(n.content, value) for n in pipeline.extractor.last)
+    return await check_pair(pipeline.provider, pair, gated, extracted)
+
+
+async def check_pair(provider: Any, pair: Pair, gated: list[str], extracted: dict[str, bool]) -> dict[str, Any]:
+    """The checks of the module docstring on ``pair``'s user in ``provider``."""
+    from dexai_memory.models import MemoryType, SearchFilters
+    from dexai_memory.providers import history as timeline
+
+    user = f"u-{pair.id}"
     everything = [m for m in await provider.list(user_id=user, filters=SearchFilters(
         valid_only=False, include_archived=True), limit=1000) if m.type is not MemoryType.TRANSCRIPT]
     current = [m for m in everything if m.is_valid]
@@ -208,6 +232,7 @@ async def run(pairs: Sequence[Pair], classifier_name: str) -> list[dict[str, Any
         closers.append(api.stop)
         client = anthropic.AsyncAnthropic(base_url=api.base_url, api_key="fake", max_retries=0)
         classifier = HaikuClassifier(client, settings.supersession.classification_model)
+    imported = {"import": "decided", "import-as-is": "as-is"}.get(classifier_name)
     results = []
     try:
         with tempfile.TemporaryDirectory(prefix="changes-bench-") as tmp:
@@ -215,7 +240,7 @@ async def run(pairs: Sequence[Pair], classifier_name: str) -> list[dict[str, Any
                 pipeline = Pipeline(provider, settings, extractor=_recording_extractor(), classifier=classifier)
                 for pair in pairs:
                     saying["pair"] = pair
-                    results.append(await run_pair(pipeline, pair))
+                    results.append(await run_pair(pipeline, pair, imported=imported))
     finally:
         if classifier is not None:
             await classifier.aclose()
@@ -251,7 +276,10 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="every third pair only")
-    parser.add_argument("--classifier", choices=("offline", "haiku-fake", "both"), default="both")
+    parser.add_argument("--classifier", choices=("offline", "haiku-fake", "import", "both", "all"), default="both",
+                        help="offline rules, the Haiku classifier on the fake API, or both (default); 'import': "
+                             "the second statement arrives by 'dexai memory import' (offline rules), beside the "
+                             "import that stored it as is ('import-as-is'); 'all': the four")
     parser.add_argument("--misses", action="store_true", help="print every development pair that failed")
     parser.add_argument("--holdout-misses", action="store_true", help="print the holdout pairs that failed too")
     parser.add_argument("--out", type=Path, default=None, help="directory for the JSON result")
@@ -260,7 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pairs = load_pairs()
     if args.quick:
         pairs = pairs[::3]
-    names = ["offline", "haiku-fake"] if args.classifier == "both" else [args.classifier]
+    names = {"both": ["offline", "haiku-fake"], "import": ["import-as-is", "import"],
+             "all": ["offline", "haiku-fake", "import-as-is", "import"]}.get(args.classifier, [args.classifier])
     summaries: dict[str, dict[str, Any]] = {}
     details: dict[str, list[dict[str, Any]]] = {}
     for name in names:

@@ -7,7 +7,8 @@ only the current ones), each with all its fields and, in JSON and JSONL, its
 history events (``events``). Importing it into an empty store gives back the
 same memories: ids, content, type, importance, confidence, timestamps, the
 validity window, supersession links and their history, pins, project and
-session.
+session. Importing into a store that holds memories already decides each new
+current statement against them (:mod:`dexai_memory.supersession.imports`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dexai_memory.errors import DexaiMemoryError, InvalidMemory
 from dexai_memory.models import Memory, MemoryEvent, MemoryType, SearchFilters
 from dexai_memory.providers import MemoryProvider
 from dexai_memory.providers.redacting import redact_memory
+from dexai_memory.supersession.imports import Imported
 
 
 @click.command()
@@ -281,8 +283,16 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
 
     Entries without `user_id` get --user; ids are kept when given. Every entry is
     checked before anything is written: a bad one stops the import with its
-    line (or entry) number and nothing is stored. The memories are then written in one
-    transaction: all or nothing.
+    line (or entry) number and nothing is stored; a write that fails undoes the
+    import: all or nothing.
+
+    New current statements go through supersession like `dexai memory add`,
+    oldest first by when they were said (valid_from, else created_at): one that
+    changes a stored fact replaces it (the old one stays in its history), a
+    repeat is not stored twice, an unsure one is kept beside it for review
+    ('dexai memory conflicts'). Entries of an export (with their history) are not
+    compared among themselves, so an export imported into an empty store comes
+    back exactly. Superseded and archived entries are stored as they are.
 
     Importing again is safe: a line whose id is already stored (lines
     without an id get one from their content) is skipped and counted; a
@@ -293,25 +303,34 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
     events: dict[str, list[MemoryEvent]] = {}
     lines = read_import_lines(file, ctx, events)
 
-    async def go(p: MemoryProvider) -> tuple[ImportPlan, str, int]:
+    async def go(p: MemoryProvider) -> tuple[ImportPlan, Imported, str, int]:
         from dexai_memory.cli.ingest import embed_waiting, resolve_vectors
+        from dexai_memory.supersession.imports import import_memories
 
         plan = await plan_import(p, lines)
         mode = resolve_vectors(vectors, len(plan.todo), ctx.settings.embedding.ingest_now_max_turns)
-        # store first (one transaction), then embed in big batches on every core
+        # store first, then embed in big batches on every core; new current statements go through
+        # supersession oldest first, the rest in one transaction
         async with p.deferred_vectors():
             with progress(len(plan.todo), "importing", enabled=not ctx.json) as update:
-                await store_all_or_nothing(p, plan.todo, update)
-            for m in plan.todo:  # the history of what was stored (not of memories already there)
-                if events.get(m.id):
-                    await p.record_events(events[m.id], user_id=m.user_id)
+                done = await import_memories(
+                    p, plan.todo, events, top_k=ctx.settings.supersession.comparison_top_k,
+                    enabled=ctx.settings.supersession.enabled, progress=update,
+                    store_batch=lambda todo: store_all_or_nothing(p, todo, lambda _n: None))
         if mode == "now":
             await embed_waiting(p, ctx)
-        return plan, mode, await p.pending_vectors()
+        return plan, done, mode, await p.pending_vectors()
 
-    plan, mode, pending = with_provider(ctx, go)
-    added = len(plan.todo)
+    plan, done, mode, pending = with_provider(ctx, go)
+    added = len(done.stored)
     text = f"Imported {added} memories" + (f", skipped {plan.skipped} already stored" if plan.skipped else "")
+    if done.superseded:
+        text += f"\n{len(done.superseded)} replaced an older stored statement (kept in its history)"
+    if done.merged:
+        text += f"\n{len(done.merged)} were already known or merged into a stored memory"
+    if done.open_conflicts:
+        text += (f"\n{len(done.open_conflicts)} may contradict a stored memory: both kept, see "
+                 "'dexai memory conflicts'")
     if plan.conflicts:
         shown = ", ".join(plan.conflicts[:10]) + (" ..." if len(plan.conflicts) > 10 else "")
         text += (f"\n{len(plan.conflicts)} line(s) carry the id of a stored memory with another content; the stored "
@@ -319,5 +338,12 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
     if pending:
         text += (f"\n{pending} memories wait for their vectors (keyword search finds them now): a running "
                  "'dexai daemon' embeds them in the background, or run 'dexai memory reembed --missing'")
-    ctx.emit({"imported": added, "skipped": plan.skipped, "conflicts": plan.conflicts, "vectors": mode,
-              "vectors_pending": pending}, text)
+    out: dict[str, Any] = {"imported": added, "skipped": plan.skipped, "conflicts": plan.conflicts, "vectors": mode,
+                           "vectors_pending": pending}
+    # what supersession did with new statements, present only when it did something
+    for key, pairs, names in (("superseded", done.superseded, ("id", "replaced")),
+                              ("merged", done.merged, ("id", "into")),
+                              ("open_contradictions", done.open_conflicts, ("id", "with"))):
+        if pairs:
+            out[key] = [dict(zip(names, pair, strict=True)) for pair in pairs]
+    ctx.emit(out, text)

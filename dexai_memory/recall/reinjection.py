@@ -29,7 +29,11 @@ output, unless the user confirmed them (pinned, or stated them again):
 
 A memory is taken when its line still fits the budget (a long line is
 skipped and a shorter later one may still fit); near-duplicates of a memory
-already taken (a pinned statement and its extracted copy) are skipped. The
+already taken (a pinned statement and its extracted copy) are skipped. A
+memory in an open contradiction (recorded for review, ``dexai memory
+conflicts``) is shown with the other side, both dated, newest first and marked
+unresolved (:func:`~dexai_memory.recall.block.conflict_group`), where the first
+of them would be: the pair is in or out together, never one side alone. The
 layout is the usual one (:mod:`dexai_memory.recall.block`): Profile (pinned,
 L1 and high-importance memories), Relevant, Coming up (commitments, framed
 forward), Session state, neutralised and fenced by :mod:`.render`, under
@@ -69,9 +73,11 @@ from .block import (
     commitment_line,
     commitments_due_soon,
     compose_block,
+    conflict_group,
     display_text,
     gather_block_inputs,
     memory_line,
+    open_conflicts,
 )
 from .persistent import EMPTY_SECTION, PersistentSection, gather_persistent, without_replaced_goals
 from .ranking import DEFAULT_POOL, VisibleContext, content_terms, rank
@@ -113,6 +119,9 @@ class ReinjectionInputs:
     #: Relevance-fused scores of the relevant memories, by id.
     scores: dict[str, float] = field(default_factory=dict)
     backfill: Sequence[Memory] = ()
+    #: For a memory's id, the current memories it is in an open contradiction with
+    #: (:func:`~dexai_memory.recall.block.open_conflicts`): shown together with it.
+    conflicts: dict[str, tuple[Memory, ...]] = field(default_factory=dict)
 
 
 def by_importance(memories: Sequence[Memory]) -> list[Memory]:
@@ -185,8 +194,8 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
     fixed = count_tokens("\n".join([FENCE_OPEN, PREAMBLE, *head.lines, FENCE_CLOSE]))
     used_tokens, used_chars = fixed, len(FENCE_OPEN) + len(PREAMBLE) + len(FENCE_CLOSE) + 2 + head.chars
     taken: dict[str, list[BlockItem]] = {s: [] for s in _SECTIONS}
-    seen_ids: set[str] = set(head.memory_ids)
-    seen_terms: list[set[str]] = [set(content_terms(i.memory.content)) for i in head.items]
+    seen_ids: set[str] = set(head.memory_ids) | {o.id for i in head.items for o in i.companions}
+    seen_terms: list[set[str]] = [set(content_terms(m.content)) for i in head.items for m in (i.memory, *i.companions)]
     classes: list[tuple[str, Sequence[Memory]]] = [
         ("pinned", inputs.pinned), ("top_tier", inputs.top_tier), ("important", inputs.important),
         ("session", inputs.session[:1]), ("commitments", inputs.commitments), ("relevant", inputs.relevant),
@@ -203,7 +212,11 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
             if cls != "session" and any(_duplicate(terms, t) for t in seen_terms):
                 continue
             section = _section_of(memory, cls)
-            line = _line(memory, section, now)
+            others = () if cls == "session" else tuple(o for o in inputs.conflicts.get(memory.id, ())
+                                                       if o.id != memory.id)
+            if any(o.id in seen_ids for o in others):
+                continue  # the other side is shown already: the pair only ever appears together
+            line = conflict_group([memory, *others]) if others else _line(memory, section, now)
             if cls == "session":
                 line = truncate_to_tokens(line, session_tokens)
                 if not line:
@@ -215,9 +228,11 @@ def fill_block(inputs: ReinjectionInputs, *, max_tokens: int, session_tokens: in
             used_tokens += cost
             used_chars += chars
             seen_ids.add(memory.id)
+            seen_ids.update(o.id for o in others)
             if cls != "session":
                 seen_terms.append(terms)
-            taken[section].append(BlockItem(memory, section, line, inputs.scores.get(memory.id)))
+                seen_terms.extend(set(content_terms(o.content)) for o in others)
+            taken[section].append(BlockItem(memory, section, line, inputs.scores.get(memory.id), others))
     body: list[str] = list(head.lines)
     items: list[BlockItem] = list(head.items)
     for section in _SECTIONS:
@@ -259,7 +274,9 @@ async def gather_inputs(provider: RecallSource, user_id: str, settings: Settings
                                         limit=DEFAULT_POOL)
         relevant, scores = relevant_of(results, query, threshold=settings.auto_recall.relevance_threshold,
                                        visible=VisibleContext(recent) if recent else None, now=now)
-    return ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill)
+    conflicts = await open_conflicts(provider, user_id, [*pinned, *top_tier, *durable, *commitments, *relevant])
+    return ReinjectionInputs(pinned, top_tier, important, session, commitments, relevant, scores, backfill,
+                             conflicts)
 
 
 async def reinjection_block(provider: RecallSource, user_id: str, settings: Settings, *, query: str | None,

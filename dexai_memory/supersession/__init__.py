@@ -4,6 +4,9 @@ The decision policy lives here, over any provider's storage primitives:
 
 - :mod:`.store`: :func:`~.store.store_statement`, the one way a statement enters
   memory (extracted notes, ``remember``, ``dexai memory add``).
+- :mod:`.imports`: ``dexai memory import``: new current statements decided by the
+  same path, oldest first by when they were said; an export's own entries and
+  the past stored as they are; undone when a write fails.
 - :mod:`.classifier`: the :class:`~.classifier.UpdateClassifier` interface.
 - :mod:`.rules`: the offline classifier, the rules it applies, and the guards
   (meaning, pinned memories) every classifier's output goes through.

@@ -26,7 +26,7 @@ store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -63,15 +63,17 @@ class Stored:
 
 async def candidates(provider: MemoryProvider, note: Memory, *, top_k: int = DEFAULT_TOP_K,
                      filters: SearchFilters | None = None, pending: Sequence[Memory] = (),
-                     index: CandidateIndex | None = None) -> list[Memory]:
-    """The memories ``note`` is classified against (step 1 of the module docstring)."""
+                     index: CandidateIndex | None = None, exclude: Set[str] = frozenset()) -> list[Memory]:
+    """The memories ``note`` is classified against (step 1 of the module docstring); never those
+    of ``exclude`` (an import's memories that carry their own history are not compared among themselves)."""
+    skip = {note.id, *exclude}
     if index is not None:
-        return index.candidates(note.content, user_id=note.user_id, top_k=top_k, exclude={note.id})
-    results = await provider.search(note.content, user_id=note.user_id, filters=filters, limit=top_k)
-    existing = [r.memory for r in results if r.memory.id != note.id]
+        return index.candidates(note.content, user_id=note.user_id, top_k=top_k, exclude=skip)
+    results = await provider.search(note.content, user_id=note.user_id, filters=filters, limit=top_k + min(len(exclude), 2 * top_k))
+    existing = [r.memory for r in results if r.memory.id not in skip][:top_k]
     if pending:
         words = content_words(note.content)
-        near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id != note.id),
+        near = sorted(((jaccard(words, content_words(m.content)), m) for m in pending if m.id not in skip),
                       key=lambda x: -x[0])
         existing += [m for score, m in near[:top_k] if score > 0]
     return existing
@@ -80,14 +82,16 @@ async def candidates(provider: MemoryProvider, note: Memory, *, top_k: int = DEF
 async def decide_statement(provider: MemoryProvider, note: Memory, *, classifier: UpdateClassifier | None = None,
                            top_k: int = DEFAULT_TOP_K, filters: SearchFilters | None = None,
                            pending: Sequence[Memory] = (), index: CandidateIndex | None = None,
-                           enabled: bool = True) -> Decided:
+                           enabled: bool = True, exclude: Set[str] = frozenset()) -> Decided:
     """The one decision for ``note`` against its candidates (``classifier`` None: the offline rules).
 
-    ``enabled`` False (``supersession.enabled``) decides ADD without comparing.
+    ``enabled`` False (``supersession.enabled``) decides ADD without comparing; ``exclude``: memory
+    ids the note is not compared with (see :func:`candidates`).
     """
     if not enabled:
         return Decided(UpdateDecision(UpdateAction.ADD, None, "supersession disabled"))
-    existing = await candidates(provider, note, top_k=top_k, filters=filters, pending=pending, index=index)
+    existing = await candidates(provider, note, top_k=top_k, filters=filters, pending=pending, index=index,
+                                exclude=exclude)
     decision = await decide(classifier, note.content, existing)
     target = next((m for m in existing if m.id == decision.memory_id), None)
     if decision.action is not UpdateAction.ADD and target is None:

@@ -76,6 +76,8 @@ from ...text.output import output_line, prose_lines
 from ...text.redaction import redact
 from ..base import Extractor
 from ..signals import SignalScorer, is_filler, regex_entities
+from ..wording import date_as_subject, gerund_subject
+from ..wording import reported as reported_speech
 from .pronouns import Rewriter, possessive, session_grammar
 from .rules import (
     COMMITMENT,
@@ -287,7 +289,7 @@ class OfflineExtractor(Extractor):
         if shared:
             sentence = f"I shared a photo of {shared.group('what')}"
         m = SUBJECTLESS.match(sentence)
-        if m and not FIRST_PERSON.match(sentence):
+        if m and not FIRST_PERSON.match(sentence) and not gerund_subject(sentence):
             verb = m.group("verb").lower()
             if verb in ("going to", "planning", "thinking", "working", "heading", "hoping", "looking forward",
                         "currently", "still", "off to"):
@@ -312,12 +314,12 @@ class OfflineExtractor(Extractor):
                 # "Use pnpm from now on." -> "Robin said to use pnpm from now on."
                 content = f"{name} said to {rewrite(body[:1].lower() + body[1:])}"
             else:
-                content = f"{name} said {lower_first(content, (name, other or ''), turn.content)}"
+                content = reported_speech(name, lower_first(content, (name, other or ''), turn.content), sentence)
             if note_type is MemoryType.EVENT:
                 note_type = MemoryType.FACT
         if note_type is MemoryType.EVENT and not dates and anchor is not None:
             content = finish(content)[:-1] + f" (mentioned on {format_day(anchor.date())})"
-        content = finish(content)
+        content = finish(date_as_subject(content))
         if len(content) < 8:
             return None
         entities = tuple(dict.fromkeys([name] + regex_entities(dated)))
