@@ -29,6 +29,11 @@ from typing import IO
 RETRY_SECONDS = 24 * 3600
 #: Oldest Python the package supports.
 MIN_PYTHON = (3, 11)
+#: The extras the plugin uses: ``sdk`` for the extraction through the user's Claude Code sign-in.
+PLUGIN_EXTRAS = "sdk"
+#: Packages built from their source distribution: claude-agent-sdk's platform wheels bundle a
+#: second Claude Code CLI (~380 MB) that the plugin never runs (its user has ``claude``).
+FROM_SOURCE = ("claude-agent-sdk",)
 
 
 class Failed(Exception):
@@ -68,6 +73,13 @@ def base_python(cwd: str) -> str | None:
         if exe and os.access(exe, os.X_OK) and _new_enough(exe, cwd):
             return exe
     return None
+
+
+def pip_install(python: str, source: str) -> list[str]:
+    """The pip command that installs the package at ``source`` with :data:`PLUGIN_EXTRAS`
+    (only what the plugin uses; :data:`FROM_SOURCE` without its bundled CLI)."""
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-binary", ",".join(FROM_SOURCE),
+            f"{source}[{PLUGIN_EXTRAS}]"]
 
 
 class Installer:
@@ -124,8 +136,7 @@ class Installer:
             try:  # pip builds a copy: the plugin directory is left as it is
                 junk = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".*_cache")
                 shutil.copytree(self.root, os.path.join(src, "dexai-memory"), ignore=junk)
-                self.run([self.python, "-m", "pip", "install", "--disable-pip-version-check",
-                          os.path.join(src, "dexai-memory")])
+                self.run(pip_install(self.python, os.path.join(src, "dexai-memory")))
             finally:
                 shutil.rmtree(src, ignore_errors=True)
             self.run([self.python, "-I", "-c", "import dexai_memory.hooks.client"])
