@@ -148,7 +148,8 @@ def test_the_bash_tool_reaches_dexai_through_the_plugin_bin(tmp_path: Path, seed
         run = ClaudeRun(home=tmp_path / "claude-home", base_url=api.base_url, cwd=tmp_path / "project",
                         plugin_dirs=[REPO],
                         env={"DEXAI_MEMORY_HOME": str(seeded), "DEXAI_MEMORY_USER": "alice",
-                             "DEXAI_HOOK_PYTHON": sys.executable},
+                             "DEXAI_HOOK_PYTHON": sys.executable,
+                             "PATH": "/usr/local/bin:/usr/bin:/bin"},  # no other dexai: only the plugin's
                         timeout=180)
         run(prompt).check()
         results = tool_results(api)
