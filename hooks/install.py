@@ -151,7 +151,7 @@ class Installer:
                 self._make_venv()
             src = tempfile.mkdtemp(prefix="src-", dir=self.data)
             try:  # pip builds a copy: the plugin directory is left as it is
-                junk = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".*_cache")
+                junk = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".*_cache", ".cache")
                 shutil.copytree(self.root, os.path.join(src, "dexai-memory"), ignore=junk)
                 self.run(pip_install(self.pip(), os.path.join(src, "dexai-memory")))
             finally:
