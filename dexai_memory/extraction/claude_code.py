@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..datadir import ensure_home
-from ..errors import ModelUnavailable
+from ..errors import MissingExtra, ModelUnavailable
+from ..lazy import has_extra, install_hint, needs_extra
 from .model_call import Answer, MalformedAnswer, ModelCall, schema_prompt, text_input
 from .usage import Usage
 
@@ -102,6 +103,8 @@ def sign_in(configured: str = "", *, refresh: bool = False) -> SignIn:
         off = os.environ.get(CLI_ENV, configured).strip().lower() == "none"
         return SignIn(None, False, "none", "turned off (claude_code_cli: none)" if off
                       else "no Claude Code CLI (neither `claude` on PATH nor claude-agent-sdk's bundled one)")
+    if not has_extra("sdk"):  # the calls go through the SDK's query(): no use asking the CLI
+        return SignIn(cli, False, "none", f"the sign-in path needs claude-agent-sdk: {install_hint('sdk')}")
     cached = _status_cache.get(str(cli))
     if cached and not refresh and time.monotonic() - cached[0] < STATUS_TTL_SECONDS:
         return cached[1]
@@ -147,9 +150,15 @@ class ClaudeCodeCall(ModelCall):
         import asyncio  # local: only a model call needs it
 
         try:
-            from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError, ResultMessage, query
-        except ImportError as exc:
-            raise ModelUnavailable(f"{what}: claude-agent-sdk is not installed ({exc})") from exc
+            with needs_extra("sdk", "the extraction through a Claude Code sign-in"):
+                from claude_agent_sdk import (
+                    ClaudeAgentOptions,
+                    ClaudeSDKError,
+                    ResultMessage,
+                    query,
+                )
+        except MissingExtra as exc:
+            raise ModelUnavailable(f"{what}: {exc}") from exc
         if self.cwd is not None:
             ensure_home(self.cwd)
         options = ClaudeAgentOptions(

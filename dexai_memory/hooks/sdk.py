@@ -34,12 +34,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from claude_agent_sdk import HookMatcher
-
 from ..config import Settings, load_settings
 from ..daemon.event import HookEvent
 from ..daemon.session_state import user_id_for
+from ..lazy import needs_extra
 from ..providers.base import MemoryProvider
+
+with needs_extra("sdk", "the Agent SDK hooks (dexai_memory.hooks.sdk)"):
+    from claude_agent_sdk import HookMatcher
 
 logger = logging.getLogger(__name__)
 

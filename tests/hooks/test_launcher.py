@@ -108,8 +108,9 @@ def require_dependencies_in_base() -> None:
     DEXAI_INSTALL_SYSTEM_SITE_PACKAGES=1), so the dependencies must be installed there."""
     base = subprocess.run([sys.executable, "-c", "import sys; print(sys._base_executable)"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    names = [re.split(r"[<>=!~\[ ;]", r)[0] for r in tomllib.loads((REPO / "pyproject.toml").read_text())
-             ["project"]["dependencies"]]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    names = [re.split(r"[<>=!~\[ ;]", r)[0] for r in  # the runtime and the extra the plugin installs
+             [*project["dependencies"], *project["optional-dependencies"]["sdk"]]]
     probe = ("import sys\nfrom importlib import metadata\nmissing = []\n"
              f"for n in {names!r}:\n    try: metadata.distribution(n)\n"
              "    except metadata.PackageNotFoundError: missing.append(n)\nprint(' '.join(missing))")
