@@ -98,6 +98,15 @@ def render(memory: Memory) -> str:
     return "\n".join(lines)
 
 
+def check_length(ctx: Context, text: str) -> None:
+    """Exit with the message every door gives when ``text`` is longer than ``limits.max_memory_chars``."""
+    from dexai_memory.limits import memory_text_error
+
+    too_long = memory_text_error(text, ctx.settings.limits.max_memory_chars)
+    if too_long:
+        fail(too_long)
+
+
 def filters_from(ctx: Context, types: tuple[str, ...] = (), tiers: tuple[str, ...] = (), *, all_: bool = False,
                  session: str | None = None) -> SearchFilters:
     """Search filters from common CLI options (raises InvalidMemory for a bad type/tier name)."""
@@ -129,11 +138,15 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
     """Store a memory, through supersession like every other statement: a repeat is counted,
     a change replaces the older statement (kept in its history).
 
+    CONTENT holds at most limits.max_memory_chars characters (2000); a longer
+    text is refused, not cut.
+
     Example: dexai memory add "Prefers pytest over unittest" --type preference -i 7
     """
     from dexai_memory.agent_tools.ops import add_request
     from dexai_memory.text.redaction import redact
 
+    check_length(ctx, content)
     try:
         # redacted here too (the store redacts every write): supersession and the answer see what is kept
         m = Memory(content=redact(content), user_id=ctx.user, project=ctx.project, type=MemoryType.parse(type_),
@@ -165,7 +178,7 @@ def get(memory_id: str, ctx: Context) -> None:
 
 @memory.command()
 @click.argument("memory_id")
-@click.option("--content", "-c", default=None, help="New text.")
+@click.option("--content", "-c", default=None, help="New text (at most limits.max_memory_chars characters).")
 @click.option("--type", "-t", "type_", default=None, metavar="TYPE", help="New type.")
 @click.option("--importance", "-i", type=click.IntRange(1, 10), default=None, help="New importance 1-10.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=None, help="New confidence 0-1.")
@@ -181,6 +194,7 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
     """
     changes: dict[str, Any] = {}
     if content is not None:
+        check_length(ctx, content)
         changes["content"] = content
     if type_ is not None:
         changes["type"] = type_
@@ -252,8 +266,11 @@ def restore(memory_id: str, ctx: Context) -> None:
 def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
     """Replace a memory with a new statement, keeping the old one in its history.
 
+    CONTENT holds at most limits.max_memory_chars characters (2000).
+
     Example: dexai memory supersede m_123 "Sam now lives in Lisbon" --reason moved
     """
+    check_length(ctx, content)
     new = store_request(ctx, "supersede", memory_id=memory_id, content=content, reason=reason)["memory"]
     ctx.emit(new, f"{memory_id} superseded by {new['id']}: {new['content']}")
 

@@ -147,7 +147,8 @@ async def add(request: Request) -> JSONResponse:
     guessed = not category
     result = await remember(api.provider, content, category or guess_category(content), user_id=user_of(request, data),
                             project=project_of(request, data), pin=flag(data, "pin"),
-                            max_pins=api.settings.lifecycle.max_pins, confidence=MANUAL_CONFIDENCE, via="panel")
+                            max_pins=api.settings.lifecycle.max_pins, confidence=MANUAL_CONFIDENCE, via="panel",
+                            max_chars=api.settings.limits.max_memory_chars)
     if result.status is RememberStatus.REFUSED or result.memory is None:
         raise BadRequest(f"not stored: {result.reason}")
     out = {**result.to_dict(), "memory": memory_json(result.memory), "category_guessed": guessed}
