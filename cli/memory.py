@@ -239,9 +239,16 @@ def unpin(memory_id: str, ctx: Context) -> None:
 @common_options
 def forget(memory_id: str, hard: bool, yes: bool, ctx: Context) -> None:
     """Forget a memory: hidden from search and context (soft, recoverable with
-    `dexai memory restore`), or erased with --hard."""
-    if hard and not yes and not ctx.json and sys.stdin.isatty():
-        click.confirm(f"Erase {memory_id} for good?", abort=True)
+    `dexai memory restore`), or erased with --hard.
+
+    --hard asks for confirmation unless --yes (in --json mode, or without a
+    terminal, --yes is required), as `dexai memory clear` does.
+    """
+    if hard and not yes:
+        question = f"Erase {memory_id} for good (no restore, no undo)?"
+        if ctx.json or not sys.stdin.isatty():
+            fail(f"{question.removesuffix('?')} needs confirmation: pass --yes.")
+        click.confirm(question, abort=True)
     done = store_request(ctx, "forget", memory_id=memory_id, hard=hard)["forgotten"]
     if not done:
         fail(f"no memory {memory_id!r} to forget for user {ctx.user!r}")
