@@ -24,4 +24,4 @@ def test_demo_help_lists_only_its_own_options() -> None:
 def test_an_option_of_the_other_commands_is_a_usage_error() -> None:
     for option in ("--user", "--project", "--home", "--config"):
         out = dexai("demo", option, "x")
-        assert out.returncode == 2 and f"No such option: {option}" in out.stderr
+        assert out.returncode == 2 and f"No such option '{option}'" in out.stderr
