@@ -94,15 +94,23 @@ def os_error_message(exc: OSError) -> str:
     return f"cannot use {where}: {reason}"
 
 
+#: The help of every ``--as-of`` option (list, search, recall).
+AS_OF_HELP = ("What was valid at that time: an ISO 8601 date/time (e.g. 2024-05-01 or 2024-05-01T09:30:00Z; "
+              "no zone = UTC), or 'now'.")
+
+
 def parse_as_of(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
-    """Click callback of ``--as-of``: an ISO 8601 date/time, or a usage error (an empty value too)."""
+    """Click callback of ``--as-of``: an ISO 8601 date/time or ``now`` (this moment, UTC), or a usage
+    error (an empty value too)."""
     if value is None:
         return None
-    from dexai_memory.models import as_utc
+    from dexai_memory.models import as_utc, utcnow
 
     if not value.strip():
         raise click.BadParameter("needs an ISO 8601 date/time such as 2024-05-01 or 2024-05-01T09:30:00Z, "
-                                 "got an empty value")
+                                 "or 'now', got an empty value")
+    if value.strip().lower() == "now":
+        return utcnow()
     try:
         return as_utc(value.strip())
     except InvalidMemory as exc:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from dexai_memory.cli.common import (
+    AS_OF_HELP,
     Context,
     common_options,
     daemon_or_local,
@@ -289,8 +290,7 @@ def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
 @type_option
 @tier_option
 @click.option("--all", "all_", is_flag=True, help="Include superseded and archived memories.")
-@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE", callback=parse_as_of,
-              help="What was valid at that time (ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30:00Z).")
+@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE|now", callback=parse_as_of, help=AS_OF_HELP)
 @common_options
 def search(query: str, limit: int, types: tuple[str, ...], tiers: tuple[str, ...], all_: bool,
            as_of: datetime | None, ctx: Context) -> None:
@@ -327,8 +327,7 @@ def search(query: str, limit: int, types: tuple[str, ...], tiers: tuple[str, ...
 @tier_option
 @click.option("--session", default=None, help="Only this session's memories.")
 @click.option("--all", "all_", is_flag=True, help="Include superseded and archived memories.")
-@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE", callback=parse_as_of,
-              help="What was valid at that time (ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30:00Z).")
+@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE|now", callback=parse_as_of, help=AS_OF_HELP)
 @common_options
 def list_(limit: int, offset: int, types: tuple[str, ...], tiers: tuple[str, ...], session: str | None, all_: bool,
           as_of: datetime | None, ctx: Context) -> None:
