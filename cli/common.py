@@ -173,10 +173,17 @@ def store_request(ctx: Context, name: str, **arguments: Any) -> dict[str, Any]:
 
 @contextmanager
 def progress(total: int | None, desc: str, *, enabled: bool = True) -> Iterator[Callable[[int], None]]:
-    """A tqdm progress bar on stderr (hidden with --json or when not a terminal); yields ``update(n)``."""
+    """A tqdm progress line on stderr (hidden with --json or when stderr is not a terminal); yields
+    ``update(n)``. A terminal that reports no width (0 columns: some containers, editors' shells)
+    is taken as 80x24: tqdm would draw nothing there."""
     from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit="item", disable=not enabled or None, file=sys.stderr, leave=False)
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):  # not a terminal (tqdm stays hidden), or no file number
+        size = os.terminal_size((0, 0))
+    bar = tqdm(total=total, desc=desc, unit="item", disable=not enabled or None, file=sys.stderr, leave=False,
+               ncols=size.columns or 80, nrows=size.lines or 24)
     try:
         yield bar.update
     finally:

@@ -3,20 +3,25 @@ user at a terminal runs it, feeding it typed answers."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
 
 def run_on_tty(args: list[str], *, answers: str = "", env: dict[str, str] | None = None,
-               timeout: float = 120.0, cwd: Path | None = None) -> tuple[int, str]:
+               timeout: float = 120.0, cwd: Path | None = None, columns: int = 100) -> tuple[int, str]:
     """``python -m dexai_memory.cli.main ARGS`` on a new pty; ``answers`` is typed once it waits
-    for input (a prompt shown). Returns the exit code and everything it printed (\\r removed)."""
+    for input (a prompt shown). ``columns`` is the width the terminal reports (0: none, as some
+    terminals, containers and editors' shells report). Returns the exit code and everything it printed (\\r removed)."""
     main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24 if columns else 0, columns, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "dexai_memory.cli.main", *args], stdin=child, stdout=child,
                             stderr=child, env={**os.environ, **(env or {})}, cwd=cwd, close_fds=True)
     os.close(child)
