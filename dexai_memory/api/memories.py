@@ -79,14 +79,18 @@ async def facts(request: Request) -> JSONResponse:
       - {name: user_id, in: query, schema: {type: string}}
       - {name: project, in: query, schema: {type: string}}
     responses:
-      200: {description: "{user_id, count, pinned, max_pins, known_categories, categories: {name: [Memory]}}"}
+      200: {description: "{user_id, count, stored, pinned, max_pins, known_categories, categories: {name: [Memory]}}"}
     """
+    from ..lifecycle.clear import count_to_clear
+
     api = state(request)
     user = user_of(request)
     groups = await facts_by_category(api.provider, user_id=user, project=project_of(request),
                                      limit=query_int(request, "limit", 500, 1, 100_000))
     return JSONResponse({
         "user_id": user, "count": sum(len(ms) for ms in groups.values()),
+        # every memory stored (superseded, archived, session notes too): what a clear removes
+        "stored": await count_to_clear(api.provider, user, project_of(request)),
         "pinned": await pinned_count(api.provider, user), "max_pins": api.settings.lifecycle.max_pins,
         "known_categories": [c.value for c in Category],
         "categories": {c: [memory_json(m) for m in ms] for c, ms in groups.items()},
