@@ -108,7 +108,7 @@ def read_turns_file(path: str | Path, *, user_id: str, session_id: str | None = 
         extra = {k: v for k, v in data.items() if k not in TURN_KEYS}
         if data.get("session_date") not in (None, ""):
             extra["session_date"] = data["session_date"]
-        out.turns.append(Turn(id=turn_id, user_id=user_id, content=data["content"], role=str(data["role"]),
+        out.turns.append(Turn(id=turn_id, user_id=user_id, content=str(data["content"]), role=str(data["role"]),
                               speaker=str(speaker) if speaker else None, timestamp=when,
                               session_id=str(session) if session not in (None, "") else session_id,
                               project=project, metadata=extra))
