@@ -94,15 +94,23 @@ def os_error_message(exc: OSError) -> str:
     return f"cannot use {where}: {reason}"
 
 
+#: The help of every ``--as-of`` option (list, search, recall).
+AS_OF_HELP = ("What was valid at that time: an ISO 8601 date/time (e.g. 2024-05-01 or 2024-05-01T09:30:00Z; "
+              "no zone = UTC), or 'now'.")
+
+
 def parse_as_of(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
-    """Click callback of ``--as-of``: an ISO 8601 date/time, or a usage error (an empty value too)."""
+    """Click callback of ``--as-of``: an ISO 8601 date/time or ``now`` (this moment, UTC), or a usage
+    error (an empty value too)."""
     if value is None:
         return None
-    from dexai_memory.models import as_utc
+    from dexai_memory.models import as_utc, utcnow
 
     if not value.strip():
         raise click.BadParameter("needs an ISO 8601 date/time such as 2024-05-01 or 2024-05-01T09:30:00Z, "
-                                 "got an empty value")
+                                 "or 'now', got an empty value")
+    if value.strip().lower() == "now":
+        return utcnow()
     try:
         return as_utc(value.strip())
     except InvalidMemory as exc:
@@ -165,10 +173,17 @@ def store_request(ctx: Context, name: str, **arguments: Any) -> dict[str, Any]:
 
 @contextmanager
 def progress(total: int | None, desc: str, *, enabled: bool = True) -> Iterator[Callable[[int], None]]:
-    """A tqdm progress bar on stderr (hidden with --json or when not a terminal); yields ``update(n)``."""
+    """A tqdm progress line on stderr (hidden with --json or when stderr is not a terminal); yields
+    ``update(n)``. A terminal that reports no width (0 columns: some containers, editors' shells)
+    is taken as 80x24: tqdm would draw nothing there."""
     from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit="item", disable=not enabled or None, file=sys.stderr, leave=False)
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):  # not a terminal (tqdm stays hidden), or no file number
+        size = os.terminal_size((0, 0))
+    bar = tqdm(total=total, desc=desc, unit="item", disable=not enabled or None, file=sys.stderr, leave=False,
+               ncols=size.columns or 80, nrows=size.lines or 24)
     try:
         yield bar.update
     finally:

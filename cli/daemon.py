@@ -113,14 +113,27 @@ def run_cmd(no_schedule: bool, flush_timeout: float, log_level: str, idle_exit_m
               help="Seconds to wait for it to answer on its socket.")
 @common_options
 def start(wait: float, ctx: Context) -> None:
-    """Start a detached daemon (it exits after daemon.idle_exit_minutes without hook traffic)."""
-    from dexai_memory.daemon.control import lock_held, log_path, spawn, status, wait_until_answering
+    """Start a detached daemon (it exits after daemon.idle_exit_minutes without hook traffic).
+
+    Says (WARNING lines) when a port it should serve (daemon.api_port, daemon.http_port) is held
+    by another process: the daemon then runs without it.
+    """
+    from dexai_memory.daemon.control import (
+        lock_held,
+        log_path,
+        port_problems,
+        spawn,
+        status,
+        wait_until_answering,
+    )
 
     settings = ctx.settings
     ensure_home(settings.home)
     if lock_held(settings):
         st = status(settings)
-        ctx.emit({"started": False, **st.to_dict()}, f"a daemon is already running (pid {st.pid})")
+        problems = port_problems(settings, st)
+        ctx.emit({"started": False, **st.to_dict(), "problems": problems},
+                 _with_problems(f"a daemon is already running (pid {st.pid})", problems))
         return
     pid = spawn(settings, reason="dexai daemon start")
     if pid is None:
@@ -128,7 +141,14 @@ def start(wait: float, ctx: Context) -> None:
     if not wait_until_answering(settings, wait):
         fail(f"the daemon (pid {pid}) did not answer within {wait:.0f}s; see {log_path(settings)}")
     st = status(settings)
-    ctx.emit({"started": True, **st.to_dict()}, f"dexai daemon started (pid {st.pid}); log {st.log}")
+    problems = port_problems(settings, st)
+    ctx.emit({"started": True, **st.to_dict(), "problems": problems},
+             _with_problems(f"dexai daemon started (pid {st.pid}); log {st.log}", problems))
+
+
+def _with_problems(text: str, problems: list[str]) -> str:
+    """``text`` and one ``WARNING:`` line per port problem (:func:`~dexai_memory.daemon.control.port_problems`)."""
+    return "\n".join([text, *(f"WARNING: {p}" for p in problems)])
 
 
 @daemon.command()
@@ -148,11 +168,18 @@ def stop(timeout: float, ctx: Context) -> None:
 @daemon.command()
 @common_options
 def status(ctx: Context) -> None:
-    """Whether a daemon runs for this data directory: pid, version, queue, idle exit, log."""
+    """Whether a daemon runs for this data directory: pid, version, queue, idle exit, log.
+
+    Also checks the daemon's fixed ports (daemon.api_port for the panel and the API,
+    daemon.http_port while the http hooks are installed): a port another process holds is
+    a WARNING line (and in "problems" with --json); the daemon then runs without it.
+    """
+    from dexai_memory.daemon.control import port_problems
     from dexai_memory.daemon.control import status as daemon_status
 
     st = daemon_status(ctx.settings)
-    data = st.to_dict()
+    problems = port_problems(ctx.settings, st)
+    data = {**st.to_dict(), "problems": problems}
     if not st.running:
         text = (f"no daemon running for {ctx.settings.home}; hooks start one when needed"
                 if st.autostart else f"no daemon running for {ctx.settings.home} (daemon.autostart is off)")
@@ -162,7 +189,7 @@ def status(ctx: Context) -> None:
         text = (f"daemon running (pid {st.pid}, version {st.version or '?'}, {health.get('state', 'starting')}); "
                 f"queue: {queue.get('pending', '?')} pending, {queue.get('dead', 0)} dead; "
                 f"idle exit after {st.idle_exit_minutes:g} min; log {st.log}")
-    ctx.emit(data, text)
+    ctx.emit(data, _with_problems(text, problems))
 
 
 @daemon.command("http-token")

@@ -26,7 +26,8 @@ from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, fail
+from dexai_memory.cli.common import fail
+from dexai_memory.datadir import private_umask
 
 #: What the user says in the first prompt, and the words of it memory must bring back.
 FACTS_PROMPT = ("Some context before we start. My name is Sam. The project codename is BLUE-HERON. "
@@ -99,14 +100,16 @@ class _Out:
 @click.command()
 @click.option("--keep", is_flag=True, help="Keep the temporary directory (transcripts, hook log) and print its path.")
 @click.option("--timeout", default=180.0, show_default=True, help="Seconds allowed per Claude Code run.")
-@common_options
-def demo(ctx: Context, keep: bool, timeout: float) -> None:
+@click.option("--json", "as_json", is_flag=True, help="No narration: one JSON report at the end.")
+def demo(as_json: bool, keep: bool, timeout: float) -> None:
     """Show facts said in a real Claude Code session survive /compact (offline, in a temp dir).
 
     Nothing is set up behind the session's back: the plugin's hooks capture what the user
     says, start the memory daemon themselves, and put the facts back after compaction. No API
-    key is used.
+    key is used. It runs in its own throw-away data directory and user, so it takes none of the
+    --user/--project/--home/--config options of the other commands.
     """
+    private_umask()
     try:
         from dexai_memory.daemon.control import lock_held, stop
         from dexai_memory.demo.claude_cli import (
@@ -125,7 +128,7 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
         fail(f"no Claude Code CLI to drive: {exc}")
     from dexai_memory.config import load_settings
 
-    out = _Out(ctx.json)
+    out = _Out(as_json)
     tmp = Path(tempfile.mkdtemp(prefix="dexai-demo-"))
     home = tmp / "memory"
     settings = load_settings(home=home)
@@ -207,7 +210,7 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
                 out.info(log.read_text()[-2000:])
     except click.ClickException as exc:
         report["error"] = exc.message
-        if not ctx.json:
+        if not as_json:
             click.secho(f"\n✗ {exc.message}", fg="red", err=True)
             log = home / "hooks.log"
             if log.exists():
@@ -216,11 +219,11 @@ def demo(ctx: Context, keep: bool, timeout: float) -> None:
         stop(settings, timeout=15)  # the daemon the hooks started lives in the temp dir
         if keep:
             report["dir"] = str(tmp)
-            if not ctx.json:
+            if not as_json:
                 click.echo(f"\n   kept {tmp} (transcripts in memory/transcripts, hook and daemon logs in memory/)")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     report["ok"] = ok
-    if ctx.json:
+    if as_json:
         click.echo(json.dumps(report, ensure_ascii=False))
     sys.exit(0 if ok else 1)

@@ -100,7 +100,10 @@ def facts(click_ctx: click.Context, category: str | None, limit: int, ctx: Conte
 @common_options
 def add(text: str, category: str, pin: bool, ctx: Context) -> None:
     """Remember TEXT by hand (confidence 0.6; saying it again adds 0.15), through supersession:
-    a repeat is counted, a change replaces the older statement."""
+    a repeat is counted, a change replaces the older statement.
+
+    TEXT holds at most limits.max_memory_chars characters (2000); a longer text is refused, not cut.
+    """
     from dexai_memory.agent_tools.ops import remember_request
 
     _scope(ctx)

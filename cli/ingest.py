@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from dexai_memory.capture.turns_file import read_turns_jsonl
+from dexai_memory.capture.turns_file import read_turns_file
 from dexai_memory.cli.common import Context, common_options, progress, run
 from dexai_memory.datadir import ensure_home
 from dexai_memory.pipeline import PipelineReport
@@ -29,6 +29,10 @@ class IngestRun:
     vectors_pending: int
     #: Seconds spent filling vectors after the pipeline (``--vectors now`` on a big file).
     vector_seconds: float = 0.0
+    #: One ``"<file> line N: why"`` per line of the file skipped (a turn with empty content).
+    skipped_lines: list[str] = dataclasses.field(default_factory=list)
+    #: The sessions of the turns ingested, in file order.
+    sessions: list[str] = dataclasses.field(default_factory=list)
 
 
 def resolve_vectors(choice: str, turns: int, max_turns: int) -> str:
@@ -61,23 +65,29 @@ async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: st
     from dexai_memory.pipeline import Pipeline
     from dexai_memory.providers import make_provider
 
-    turns = read_turns_jsonl(path, user_id=ctx.user, session_id=session, project=ctx.project)
+    read = read_turns_file(path, user_id=ctx.user, session_id=session, project=ctx.project)
+    turns = read.turns
+    for why in read.skipped:
+        click.echo(f"Warning: {why}: skipped", err=True)
     ensure_home(ctx.settings.home)
     mode = resolve_vectors(vectors, len(turns), ctx.settings.embedding.ingest_now_max_turns)
     start = time.perf_counter()
     async with make_provider(ctx.settings) as provider:
         pipeline = Pipeline(provider, ctx.settings, classifier=make_classifier(ctx.settings))
         with progress(len(turns), "ingest", enabled=not ctx.json) as update:
-            report = await pipeline.ingest(turns, user_id=ctx.user, session_id=session, project=ctx.project,
+            # each turn keeps its own session (its line's session_id, else ``session``)
+            report = await pipeline.ingest(turns, user_id=ctx.user, session_id=None, project=ctx.project,
                                            progress=update, vectors="later")
         vector_seconds = await embed_waiting(provider, ctx) if mode == "now" else 0.0
         pending = await provider.pending_vectors()
-    return IngestRun(report, time.perf_counter() - start, mode, pending, vector_seconds)
+    sessions = list(dict.fromkeys(t.session_id for t in turns if t.session_id))
+    return IngestRun(report, time.perf_counter() - start, mode, pending, vector_seconds, read.skipped, sessions)
 
 
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--session", "-s", default=None, help="Session id of the conversation (default: the file's name).")
+@click.option("--session", "-s", default=None,
+              help="Session id of the lines that carry none (default: the file's name).")
 @click.option("--vectors", type=click.Choice(["auto", "now", "later"]), default="auto", show_default=True,
               help="now: embed every new memory before returning; later: store them without vectors "
                    "(found by BM25 at once; the daemon or 'dexai memory reembed --missing' embeds them); "
@@ -89,9 +99,17 @@ def ingest(file: Path, session: str | None, vectors: str, ctx: Context) -> None:
 
     \b
     Each line: {"id": "D1:3", "role": "user", "speaker": "Caroline",
-                "content": "...", "timestamp": "2023-05-08T13:56:00"}
-    (speaker and timestamp optional; other keys such as "caption" are kept).
-    Ingesting the same file again adds nothing.
+                "content": "...", "timestamp": "2023-05-08T13:56:00",
+                "session_id": "D1", "session_date": "2023-05-08"}
+    (speaker, timestamp, session_id and session_date optional; other keys
+    such as "caption" are kept). A line's session_id puts its turn in that
+    session (else --session), so one file holds a whole history of sessions;
+    session_date dates a turn that has no timestamp. A turn with empty
+    content is skipped with a warning naming its line (counted in the
+    summary). Ingesting the same file again adds nothing.
+
+    On a terminal a progress line shows the turns, then the vectors; on a
+    pipe, or with --json, only the summary is printed.
 
     The embedder (MiniLM on the CPU, ~100 texts/s a core) costs far more than
     the rest of the pipeline, so big files defer vectors by default (see
@@ -108,11 +126,16 @@ def ingest(file: Path, session: str | None, vectors: str, ctx: Context) -> None:
             "turns_per_s": round(report.turns / seconds, 1) if seconds > 0 else None,
             "vectors": done.vectors, "vectors_pending": done.vectors_pending,
             "vector_seconds": round(done.vector_seconds, 2),
-            "file": str(file), "user": ctx.user, "session": session}
-    text = (f"Ingested {file.name} for {ctx.user} (session {session}) in {seconds:.1f}s\n"
+            "file": str(file), "user": ctx.user, "session": session, "sessions": len(done.sessions),
+            "skipped_lines": len(done.skipped_lines)}
+    where = f"session {session}" if done.sessions in ([], [session]) else f"{len(done.sessions)} sessions"
+    text = (f"Ingested {file.name} for {ctx.user} ({where}) in {seconds:.1f}s\n"
             + "  ".join(f"{k} {getattr(report, k)}" for k in SUMMARY_KEYS)
             + f"\n{report.archived} raw turns archived in L3; {report.skipped} notes already stored;"
               f" {report.commitments} commitments tracked")
+    if done.skipped_lines:
+        text += f"\n{len(done.skipped_lines)} lines skipped (empty content): " + "; ".join(
+            why.split(": ")[0] for why in done.skipped_lines[:10]) + ("; ..." if len(done.skipped_lines) > 10 else "")
     if done.vectors_pending:
         text += (f"\n{done.vectors_pending} memories wait for their vectors (keyword search finds them now): "
                  "a running 'dexai daemon' embeds them in the background, or run 'dexai memory reembed --missing'")

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from dexai_memory.cli.common import (
+    AS_OF_HELP,
     Context,
     common_options,
     daemon_or_local,
@@ -98,6 +99,15 @@ def render(memory: Memory) -> str:
     return "\n".join(lines)
 
 
+def check_length(ctx: Context, text: str) -> None:
+    """Exit with the message every door gives when ``text`` is longer than ``limits.max_memory_chars``."""
+    from dexai_memory.limits import memory_text_error
+
+    too_long = memory_text_error(text, ctx.settings.limits.max_memory_chars)
+    if too_long:
+        fail(too_long)
+
+
 def filters_from(ctx: Context, types: tuple[str, ...] = (), tiers: tuple[str, ...] = (), *, all_: bool = False,
                  session: str | None = None) -> SearchFilters:
     """Search filters from common CLI options (raises InvalidMemory for a bad type/tier name)."""
@@ -129,11 +139,15 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
     """Store a memory, through supersession like every other statement: a repeat is counted,
     a change replaces the older statement (kept in its history).
 
+    CONTENT holds at most limits.max_memory_chars characters (2000); a longer
+    text is refused, not cut.
+
     Example: dexai memory add "Prefers pytest over unittest" --type preference -i 7
     """
     from dexai_memory.agent_tools.ops import add_request
     from dexai_memory.text.redaction import redact
 
+    check_length(ctx, content)
     try:
         # redacted here too (the store redacts every write): supersession and the answer see what is kept
         m = Memory(content=redact(content), user_id=ctx.user, project=ctx.project, type=MemoryType.parse(type_),
@@ -165,7 +179,7 @@ def get(memory_id: str, ctx: Context) -> None:
 
 @memory.command()
 @click.argument("memory_id")
-@click.option("--content", "-c", default=None, help="New text.")
+@click.option("--content", "-c", default=None, help="New text (at most limits.max_memory_chars characters).")
 @click.option("--type", "-t", "type_", default=None, metavar="TYPE", help="New type.")
 @click.option("--importance", "-i", type=click.IntRange(1, 10), default=None, help="New importance 1-10.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=None, help="New confidence 0-1.")
@@ -181,6 +195,7 @@ def edit(memory_id: str, content: str | None, type_: str | None, importance: int
     """
     changes: dict[str, Any] = {}
     if content is not None:
+        check_length(ctx, content)
         changes["content"] = content
     if type_ is not None:
         changes["type"] = type_
@@ -225,9 +240,16 @@ def unpin(memory_id: str, ctx: Context) -> None:
 @common_options
 def forget(memory_id: str, hard: bool, yes: bool, ctx: Context) -> None:
     """Forget a memory: hidden from search and context (soft, recoverable with
-    `dexai memory restore`), or erased with --hard."""
-    if hard and not yes and not ctx.json and sys.stdin.isatty():
-        click.confirm(f"Erase {memory_id} for good?", abort=True)
+    `dexai memory restore`), or erased with --hard.
+
+    --hard asks for confirmation unless --yes (in --json mode, or without a
+    terminal, --yes is required), as `dexai memory clear` does.
+    """
+    if hard and not yes:
+        question = f"Erase {memory_id} for good (no restore, no undo)?"
+        if ctx.json or not sys.stdin.isatty():
+            fail(f"{question.removesuffix('?')} needs confirmation: pass --yes.")
+        click.confirm(question, abort=True)
     done = store_request(ctx, "forget", memory_id=memory_id, hard=hard)["forgotten"]
     if not done:
         fail(f"no memory {memory_id!r} to forget for user {ctx.user!r}")
@@ -252,8 +274,11 @@ def restore(memory_id: str, ctx: Context) -> None:
 def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
     """Replace a memory with a new statement, keeping the old one in its history.
 
+    CONTENT holds at most limits.max_memory_chars characters (2000).
+
     Example: dexai memory supersede m_123 "Sam now lives in Lisbon" --reason moved
     """
+    check_length(ctx, content)
     new = store_request(ctx, "supersede", memory_id=memory_id, content=content, reason=reason)["memory"]
     ctx.emit(new, f"{memory_id} superseded by {new['id']}: {new['content']}")
 
@@ -265,8 +290,7 @@ def supersede(memory_id: str, content: str, reason: str, ctx: Context) -> None:
 @type_option
 @tier_option
 @click.option("--all", "all_", is_flag=True, help="Include superseded and archived memories.")
-@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE", callback=parse_as_of,
-              help="What was valid at that time (ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30:00Z).")
+@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE|now", callback=parse_as_of, help=AS_OF_HELP)
 @common_options
 def search(query: str, limit: int, types: tuple[str, ...], tiers: tuple[str, ...], all_: bool,
            as_of: datetime | None, ctx: Context) -> None:
@@ -303,8 +327,7 @@ def search(query: str, limit: int, types: tuple[str, ...], tiers: tuple[str, ...
 @tier_option
 @click.option("--session", default=None, help="Only this session's memories.")
 @click.option("--all", "all_", is_flag=True, help="Include superseded and archived memories.")
-@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE", callback=parse_as_of,
-              help="What was valid at that time (ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30:00Z).")
+@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE|now", callback=parse_as_of, help=AS_OF_HELP)
 @common_options
 def list_(limit: int, offset: int, types: tuple[str, ...], tiers: tuple[str, ...], session: str | None, all_: bool,
           as_of: datetime | None, ctx: Context) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 import webbrowser
 
 import click
@@ -31,7 +30,8 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
 
     When a daemon (`dexai daemon`) already serves the API (daemon.api_port)
     for the same user ($DEXAI_MEMORY_USER or $USER) and no --project, its URL
-    is printed and opened instead of starting a second server.
+    is printed and opened instead, and the command exits at once (exit 0):
+    the daemon keeps serving it.
     """
     from dexai_memory.api.app import build_app
     from dexai_memory.api.auth import load_token
@@ -65,14 +65,10 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
 
 
 def _open_daemons(url: str, no_open: bool) -> None:
-    """The daemon serves the panel: print its URL, open it, wait for Ctrl+C."""
-    click.echo("The running daemon serves the memory panel (Ctrl+C leaves it running).", err=True)
-    try:
-        click.echo(url)
-        sys.stdout.flush()
-        if not no_open:
-            webbrowser.open(url)
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
+    """The daemon serves the panel: print its URL, open it, and return (nothing to serve here)."""
+    click.echo("The running daemon serves the memory panel already: its URL follows (this command exits; "
+               "the panel stays up while the daemon runs).", err=True)
+    click.echo(url)
+    sys.stdout.flush()
+    if not no_open:
+        webbrowser.open(url)

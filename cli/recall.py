@@ -7,7 +7,8 @@ One JSON line per query with ``--json``::
 ``text`` is exactly the block the UserPromptSubmit hook injects for that prompt as the
 first prompt of a session (the running daemon answers both; with none running, the same
 recall runs in this process);
-``memories`` are exactly the memories in it. ``--max-memories`` / ``--max-tokens``
+``memories`` are exactly the memories in it. ``--as-of`` recalls among what was valid at
+that time (as ``list`` and ``search --as-of``; the output keeps the same shape). ``--max-memories`` / ``--max-tokens``
 override ``auto_recall.max_memories`` / ``auto_recall.max_tokens`` for this command.
 A ``--queries`` file has one ``{"query": "..."}`` object per line; other keys
 (``id``, ...) are echoed back on that query's output line.
@@ -16,12 +17,23 @@ A ``--queries`` file has one ``{"query": "..."}`` object per line; other keys
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, daemon_or_local, fail, progress
+from dexai_memory.cli.common import (
+    AS_OF_HELP,
+    Context,
+    common_options,
+    daemon_or_local,
+    fail,
+    parse_as_of,
+    progress,
+    run,
+)
 
 
 def _read_queries(path: Path) -> list[dict[str, Any]]:
@@ -47,24 +59,32 @@ def _read_queries(path: Path) -> list[dict[str, Any]]:
               help="Cap the number of memories (default: auto_recall.max_memories).")
 @click.option("--max-tokens", type=click.IntRange(50, 100_000), default=None,
               help="Token budget of the block (default: auto_recall.max_tokens).")
+@click.option("--as-of", "as_of", default=None, metavar="ISO-DATE|now", callback=parse_as_of, help=AS_OF_HELP)
 @common_options
 def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memories: int | None,
-           max_tokens: int | None) -> None:
+           max_tokens: int | None, as_of: datetime | None) -> None:
     """Show the memory block recall injects for --query TEXT or every line of --queries FILE.
 
     The running daemon answers, exactly as it answers the UserPromptSubmit hook for the first
     prompt of a session; with none running, the same recall runs in this process.
+
+    With --as-of, recall looks among what was valid at that time (superseded and archived
+    memories included when they were current then), as `list --as-of` and `search --as-of` do;
+    that recall runs in this process (it reads the store, never writes it).
     """
     from dexai_memory.recall.ranking import recall_request
 
     if (query is None) == (queries_path is None):
         fail("give exactly one of --query TEXT or --queries FILE.jsonl")
     items = [{"query": query}] if query is not None else _read_queries(queries_path)  # type: ignore[arg-type]
+    requests = [{"op": "recall", "user_id": ctx.user, "prompt": item["query"], "project": ctx.project,
+                 "max_memories": max_memories, "max_tokens": max_tokens} for item in items]
+    if as_of is None:  # one at a time, each printed as it comes
+        replies: Iterator[dict[str, Any]] = (daemon_or_local(ctx, r, recall_request) for r in requests)
+    else:
+        replies = iter(run(_recall_here(ctx, [{**r, "as_of": as_of.isoformat()} for r in requests])))
     with progress(len(items), "recall", enabled=len(items) > 1 and not ctx.json) as update:
-        for item in items:
-            reply = daemon_or_local(ctx, {"op": "recall", "user_id": ctx.user, "prompt": item["query"],
-                                          "project": ctx.project, "max_memories": max_memories,
-                                          "max_tokens": max_tokens}, recall_request)
+        for item, reply in zip(items, replies, strict=True):
             extra = {k: v for k, v in item.items() if k != "query"}
             data: dict[str, Any] = {**extra, "query": item["query"], "text": reply.get("text") or "",
                     "tokens": reply.get("tokens") or 0, "memories": reply.get("memories") or [],
@@ -77,3 +97,15 @@ def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memor
                 click.echo(data["text"] or f"(nothing to inject: {reply.get('skipped_reason')})")
                 click.echo()
             update(1)
+
+
+async def _recall_here(ctx: Context, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each of ``requests`` answered by :func:`~dexai_memory.recall.ranking.recall_request` on the
+    store opened once in this process."""
+    from dexai_memory.datadir import ensure_home
+    from dexai_memory.providers import make_provider
+    from dexai_memory.recall.ranking import recall_request
+
+    ensure_home(ctx.settings.home)
+    async with make_provider(ctx.settings) as provider:
+        return [await recall_request(provider, ctx.settings, r) for r in requests]

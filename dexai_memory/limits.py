@@ -15,8 +15,11 @@ from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
-__all__ = ["CUT_MARK", "CategoryLimits", "LifecycleConfig", "LimitsConfig", "PersistentContextConfig", "clip",
-           "clip_content", "clip_strings"]
+__all__ = ["CUT_MARK", "DEFAULT_MAX_MEMORY_CHARS", "CategoryLimits", "LifecycleConfig", "LimitsConfig",
+           "PersistentContextConfig", "clip", "clip_content", "clip_strings", "memory_text_error"]
+
+#: The default of ``limits.max_memory_chars``: the longest text of one memory written by hand.
+DEFAULT_MAX_MEMORY_CHARS = 2000
 
 
 def bounds(min_: float | None = None, max_: float | None = None) -> dict[str, Any]:
@@ -99,6 +102,10 @@ class LimitsConfig:
       (session id, transcript path, the start of the prompt) is used;
     * ``max_backup_bytes``: the end of a transcript PreCompact backs up (redacted line by line,
       each line first held to ``max_turn_chars`` per string);
+    * ``max_memory_chars``: the text of one memory written by hand, at every door (``dexai memory
+      add`` / ``edit`` / ``supersede``, ``dexai memory facts add``, the MCP ``remember`` tool,
+      ``POST /api/memories`` and the panel's box): a longer text is refused, never cut, with the
+      message of :func:`memory_text_error`;
     * ``max_killed_runs``: runs of one queued job the worker may die in before the job is a
       dead letter, so a turn that kills the worker never blocks the jobs behind it.
     """
@@ -113,6 +120,19 @@ class LimitsConfig:
     max_killed_runs: int = field(default=3, metadata=bounds(1, 100))
     #: Bytes at the end of a transcript PreCompact backs up into ``<home>/transcripts``.
     max_backup_bytes: int = field(default=8 * 1024 * 1024, metadata=bounds(64 * 1024, 1024 * 1024 * 1024))
+    #: Characters of the text of one memory written by hand (CLI, MCP ``remember``, API, panel);
+    #: a longer text is refused with the same message at every door. Memories are single statements.
+    max_memory_chars: int = field(default=DEFAULT_MAX_MEMORY_CHARS, metadata=bounds(100, 1_000_000))
+
+
+def memory_text_error(text: str, limit: int = DEFAULT_MAX_MEMORY_CHARS) -> str | None:
+    """The message refusing ``text`` as one memory's text when it has more than ``limit``
+    characters (``limits.max_memory_chars``); None when it fits. Every door that stores a memory
+    written by hand shows this same message."""
+    if len(text) <= limit:
+        return None
+    return (f"the text is {len(text):,} characters, longer than the {limit:,} a memory may hold "
+            "(limits.max_memory_chars); store one concise statement per memory")
 
 
 #: The line that replaces the middle of a clipped text (``{n}``: characters cut).

@@ -147,7 +147,8 @@ class MemoryTools:
         return await remember(await self.provider(), content, category, user_id=self.user_id,
                               project=self.capture_project or self.project, session_id=self.session_id, top_k=self.top_k,
                               status=status, memory_id=memory_id, pin=pin,
-                              max_pins=self.settings.lifecycle.max_pins)
+                              max_pins=self.settings.lifecycle.max_pins,
+                              max_chars=self.settings.limits.max_memory_chars)
 
     async def forget(self, memory_id: str | None = None, query: str | None = None) -> ForgetResult:
         """:func:`forget` for the bound user and project."""

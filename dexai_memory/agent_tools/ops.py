@@ -100,16 +100,22 @@ async def remember_request(provider: Any, settings: Any, req: dict[str, Any]) ->
                             user_id=str(req["user_id"]), project=_optional_str(req, "project"),
                             pin=bool(req.get("pin")), max_pins=settings.lifecycle.max_pins,
                             confidence=float(req.get("confidence") or MANUAL_CONFIDENCE),
-                            via=str(req.get("via") or "cli"))
+                            via=str(req.get("via") or "cli"), max_chars=settings.limits.max_memory_chars)
     return {"result": result.to_dict(), "text": result.to_text(), "stored": result.memory is not None}
 
 
 async def add_request(provider: Any, settings: Any, req: dict[str, Any]) -> dict[str, Any]:
     """``memory.add``: store a memory written by hand (:func:`~dexai_memory.lifecycle.editing.add_by_hand`)."""
+    from ..errors import InvalidMemory
     from ..lifecycle.editing import add_by_hand
+    from ..limits import memory_text_error
     from ..models import Memory
 
-    done = await add_by_hand(provider, Memory.from_dict(req["memory"]), top_k=settings.supersession.comparison_top_k,
+    memory = Memory.from_dict(req["memory"])
+    too_long = memory_text_error(memory.content, settings.limits.max_memory_chars)
+    if too_long:
+        raise InvalidMemory(too_long)
+    done = await add_by_hand(provider, memory, top_k=settings.supersession.comparison_top_k,
                              enabled=settings.supersession.enabled, pin=bool(req.get("pin")),
                              max_pins=settings.lifecycle.max_pins)
     assert done.memory is not None  # every decision writes a memory

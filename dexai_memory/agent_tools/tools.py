@@ -60,6 +60,7 @@ from ..errors import InvalidMemory, MemoryNotFound, PinLimitReached
 from ..lifecycle.closing import close, matches, open_commitments, words
 from ..lifecycle.pins import DEFAULT_MAX_PINS
 from ..lifecycle.pins import pin as pin_memory
+from ..limits import DEFAULT_MAX_MEMORY_CHARS, memory_text_error
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, UpdateAction
 from ..providers.base import MemoryProvider
 from ..recall.ranking import RecalledMemory, recall_block
@@ -74,8 +75,9 @@ logger = logging.getLogger(__name__)
 #: Name of the MCP server; tools appear to the model as ``mcp__<server>__<tool>``.
 SERVER_NAME = "dexai_memory"
 TOOL_NAMES = ("remember", "forget", "recall")
-#: Longest content ``remember`` accepts: memories are single, concise statements.
-MAX_CONTENT_CHARS = 1000
+#: Longest content ``remember`` accepts by default (``limits.max_memory_chars``): memories are
+#: single, concise statements.
+MAX_CONTENT_CHARS = DEFAULT_MAX_MEMORY_CHARS
 #: Cosine similarity at or above which a memory strongly matches a ``forget`` query.
 DEFAULT_STRONG_SIMILARITY = 0.6
 #: Token budget of a ``recall`` tool answer (the block it is ranked into).
@@ -309,7 +311,7 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
                    project: str | None = None, session_id: str | None = None, top_k: int = 10,
                    status: str | None = None, memory_id: str | None = None, pin: bool = False,
                    max_pins: int = DEFAULT_MAX_PINS, confidence: float = 0.9,
-                   via: str = "remember_tool") -> RememberResult:
+                   via: str = "remember_tool", max_chars: int = MAX_CONTENT_CHARS) -> RememberResult:
     """Store ``content`` as a durable memory of ``user_id``, through supersession.
 
     With ``status`` ("done" or "cancelled") nothing is stored: the open
@@ -317,7 +319,8 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
     closed (:func:`close_commitment`). ``pin`` pins the stored memory unless
     ``max_pins`` are pinned already (then ``pin_refused`` says so).
     Raises :class:`InvalidMemory` for an unknown category; refuses (status
-    REFUSED, nothing stored) empty, overlong or all-secret content.
+    REFUSED, nothing stored) empty, all-secret content, or content over ``max_chars``
+    (``limits.max_memory_chars``) with the message of :func:`~dexai_memory.limits.memory_text_error`.
     """
     if status:
         return await close_commitment(source, user_id=user_id, status=status, memory_id=memory_id,
@@ -326,9 +329,9 @@ async def remember(source: MemoryProvider | Any, content: str, category: str | C
     text = " ".join(str(content or "").split())
     if not text:
         return RememberResult(RememberStatus.REFUSED, "the content is empty")
-    if len(text) > MAX_CONTENT_CHARS:
-        return RememberResult(RememberStatus.REFUSED, f"the content is longer than {MAX_CONTENT_CHARS} characters; "
-                              "store one concise statement per call")
+    too_long = memory_text_error(text, max_chars)
+    if too_long:
+        return RememberResult(RememberStatus.REFUSED, too_long)
     clean = redact(text)
     redacted = clean != text
     if not clean.strip() or not _meaningful(clean):

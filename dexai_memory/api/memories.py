@@ -79,14 +79,18 @@ async def facts(request: Request) -> JSONResponse:
       - {name: user_id, in: query, schema: {type: string}}
       - {name: project, in: query, schema: {type: string}}
     responses:
-      200: {description: "{user_id, count, pinned, max_pins, known_categories, categories: {name: [Memory]}}"}
+      200: {description: "{user_id, count, stored, pinned, max_pins, known_categories, categories: {name: [Memory]}}"}
     """
+    from ..lifecycle.clear import count_to_clear
+
     api = state(request)
     user = user_of(request)
     groups = await facts_by_category(api.provider, user_id=user, project=project_of(request),
                                      limit=query_int(request, "limit", 500, 1, 100_000))
     return JSONResponse({
         "user_id": user, "count": sum(len(ms) for ms in groups.values()),
+        # every memory stored (superseded, archived, session notes too): what a clear removes
+        "stored": await count_to_clear(api.provider, user, project_of(request)),
         "pinned": await pinned_count(api.provider, user), "max_pins": api.settings.lifecycle.max_pins,
         "known_categories": [c.value for c in Category],
         "categories": {c: [memory_json(m) for m in ms] for c, ms in groups.items()},
@@ -147,7 +151,8 @@ async def add(request: Request) -> JSONResponse:
     guessed = not category
     result = await remember(api.provider, content, category or guess_category(content), user_id=user_of(request, data),
                             project=project_of(request, data), pin=flag(data, "pin"),
-                            max_pins=api.settings.lifecycle.max_pins, confidence=MANUAL_CONFIDENCE, via="panel")
+                            max_pins=api.settings.lifecycle.max_pins, confidence=MANUAL_CONFIDENCE, via="panel",
+                            max_chars=api.settings.limits.max_memory_chars)
     if result.status is RememberStatus.REFUSED or result.memory is None:
         raise BadRequest(f"not stored: {result.reason}")
     out = {**result.to_dict(), "memory": memory_json(result.memory), "category_guessed": guessed}

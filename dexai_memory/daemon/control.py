@@ -19,7 +19,10 @@ Stdlib only (command hooks import it). The pieces:
   a hook that sees another version than its own asks that daemon to shut
   down (:func:`replace_if_stale`) and starts a new one, which waits for the
   old one's lock.
-* **Stop / status** for ``dexai daemon stop | status``.
+* **Stop / status** for ``dexai daemon stop | status``, and the ports
+  (:func:`port_problems`): the panel/API port and the http hooks' port are fixed
+  numbers another program may hold; the daemon then runs without them, and
+  ``dexai daemon status`` / ``start`` say so instead of reporting all is well.
 """
 
 from __future__ import annotations
@@ -342,3 +345,83 @@ def stop(settings: Settings, timeout: float = 15.0) -> bool:
             signalled = True
         time.sleep(0.1)
     return not lock_held(settings)
+
+
+#: Seconds :func:`port_problems` allows a daemon that is starting to open a port it has not yet recorded.
+PORT_SETTLE_SECONDS = 3.0
+#: The files where a daemon records the ports it serves (``api.json``: JSON with its pid and port;
+#: ``daemon-http``: "pid port").
+API_RECORD = "api.json"
+HTTP_RECORD = "daemon-http"
+
+
+def port_taken(port: int) -> bool:
+    """True when a process listens on 127.0.0.1:``port`` (binding it fails)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed socket's TIME_WAIT is not a holder
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _recorded(settings: Settings, name: str) -> tuple[int, int] | None:
+    """(pid, port) a daemon recorded in ``<home>/name`` for a port it serves; None when none."""
+    import json
+
+    try:
+        text = (settings.home / name).read_text(encoding="utf-8")
+        if name == API_RECORD:
+            data = json.loads(text)
+            return int(data["pid"]), int(data["port"])
+        pid, port = text.split()[:2]
+        return int(pid), int(port)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _ports_to_check(settings: Settings) -> list[tuple[str, int, str, str]]:
+    """(config key, port, what it serves, record file) of each port the daemon opens with these settings."""
+    out = []
+    if settings.daemon.api_port:
+        out.append(("daemon.api_port", settings.daemon.api_port, "the memory panel and the local API", API_RECORD))
+    if settings.daemon.http_port:  # its port opens only while the http hooks are installed
+        from .http_hooks import installed
+
+        if not installed(settings.home, settings.daemon.http_port):
+            out.append(("daemon.http_port", settings.daemon.http_port, "the http hooks", HTTP_RECORD))
+    return out
+
+
+def port_problems(settings: Settings, st: DaemonStatus, *, settle: float = PORT_SETTLE_SECONDS) -> list[str]:
+    """One sentence per port the daemon should serve and does not because another process holds
+    it (``daemon.api_port``: the panel and the API; ``daemon.http_port`` while the http hooks are
+    installed), or, with no daemon running, that a daemon started now would find taken. A
+    running daemon gets ``settle`` seconds to record a port it is still opening. Empty when all
+    is well."""
+    problems = []
+    for key, port, what, record in _ports_to_check(settings):
+        deadline = time.monotonic() + settle
+        while True:
+            if st.answering and _recorded(settings, record) == (st.pid, port):
+                break  # the daemon serves it
+            taken = port_taken(port)
+            if not st.running:
+                if taken:
+                    problems.append(f"port {port} ({key}) is held by another process: a daemon started now could "
+                                    f"not serve {what}; set {key} to a free port (0 = off)")
+                break
+            if time.monotonic() >= deadline:
+                if taken:
+                    problems.append(f"port {port} ({key}) is held by another process: the daemon does not serve "
+                                    f"{what}; set {key} to a free port (0 = off), then "
+                                    "`dexai daemon stop` (the next hook or `dexai daemon start` starts it again)")
+                else:
+                    problems.append(f"the daemon does not serve {what} on port {port} ({key}); "
+                                    f"its log says why: {log_path(settings)}")
+                break
+            time.sleep(0.2)
+    return problems

@@ -13,7 +13,7 @@ warning         category "warning" ("Never force-push to main.")
 goal            category "goal" (an open COMMITMENT): the newest one only,
                 goals replace goals; a finished goal leaves
 preference      type PREFERENCE
-project_fact    type FACT (facts, decisions)
+project_fact    type FACT (facts about the user or the work, decisions), titled "Facts"
 person          type RELATIONSHIP, or category "person" / "identity"
 insight         type INSIGHT (lessons, realisations)
 ==============  ==========================================================
@@ -49,14 +49,14 @@ TITLES = {
     "warning": "Warnings (mistakes to avoid):",
     "goal": "Current goal:",
     "preference": "Preferences:",
-    "project_fact": "Project facts:",
+    "project_fact": "Facts:",  # about the user as much as the project: named for what they are
     "person": "People:",
     "insight": "Insights:",
 }
 #: How the "+N more" line names each category.
 PLURALS = {
     "instruction": "instructions", "warning": "warnings", "goal": "goals", "preference": "preferences",
-    "project_fact": "project facts", "person": "people", "insight": "insights",
+    "project_fact": "facts", "person": "people", "insight": "insights",
 }
 SECTION_TITLE = "Persistent context:"
 #: Types read for the section.

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from ..models import Memory, MemoryType, SearchFilters, SearchResult, utcnow
+from ..models import Memory, MemoryType, SearchFilters, SearchResult, as_utc, utcnow
 from ..text.tokens import count_tokens
 from ..text.words import REQUEST_WORDS, STOP_WORDS, content_words, split_words
 from .block import (
@@ -372,7 +372,8 @@ async def _search(provider: RecallSource, query: str, user_id: str, project: str
 async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent: Sequence[str],
                       settings: Settings, *, project: str | None = None, exclude_ids: Iterable[str] = (),
                       max_memories: int | None = None, max_tokens: int | None = None,
-                      now: datetime | None = None, record_retrieval: bool = False) -> RecallResult:
+                      now: datetime | None = None, record_retrieval: bool = False,
+                      as_of: datetime | None = None) -> RecallResult:
     """What to inject for ``prompt`` given the ``recent`` conversation (see the module docstring):
     the one recall behind every door (the UserPromptSubmit hook, ``dexai memory recall``, the
     MCP ``recall`` tool, the panel's API).
@@ -384,7 +385,8 @@ async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent:
     already. Never raises for a skip: ``skipped_reason`` says why nothing was injected
     (``disabled``, ``continuation``, ``no results``, ``below threshold``, ...). Provider
     errors propagate (the door turns them into a no-op). ``record_retrieval`` counts the
-    injected memories as retrieved (the daemon does it after answering instead).
+    injected memories as retrieved (the daemon does it after answering instead). ``as_of``:
+    recall among what was valid at that time (:func:`recall_block`).
     """
     t0 = time.perf_counter()
     cfg = settings.auto_recall
@@ -396,7 +398,7 @@ async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent:
         return RecallResult(skipped_reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
     result = await recall_block(provider, user_id, prompt, settings, project=project, max_memories=limit,
                                 max_tokens=max_tokens or cfg.max_tokens, threshold=cfg.relevance_threshold,
-                                recent=recent, exclude_ids=exclude_ids, now=now)
+                                recent=recent, exclude_ids=exclude_ids, now=now, as_of=as_of)
     if record_retrieval and result.memories:
         await cast("MemoryProvider", provider).record_retrieval(result.memory_ids, user_id=user_id)
     return dataclasses.replace(result, reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
@@ -406,7 +408,7 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
                        project: str | None = None, max_memories: int | None = None,
                        max_tokens: int | None = None, threshold: float | None = None,
                        recent: Sequence[str] = (), exclude_ids: Iterable[str] = (), pool: int | None = None,
-                       now: datetime | None = None) -> RecallResult:
+                       now: datetime | None = None, as_of: datetime | None = None) -> RecallResult:
     """Explicit recall for ``query``: the block and exactly the memories in it.
 
     Budget mode by default: memories are added best first while they fit
@@ -420,13 +422,16 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     missed the point), ranks by the provider's fused rank first
     (:data:`BUDGET_WEIGHTS`) and shows one memory per source turn
     (``select(distinct_sources=True)``). ``pool`` defaults to
-    :data:`BUDGET_POOL` candidates.
+    :data:`BUDGET_POOL` candidates. ``as_of`` searches what was valid at that time instead of
+    what is current (superseded and archived memories whose validity window holds it, as
+    ``dexai memory list/search --as-of``).
     """
     t0 = time.perf_counter()
     limit = max_tokens or settings.auto_recall.max_tokens
     size = max(pool if pool is not None else BUDGET_POOL, (max_memories or 0) * 2)
-    results = await provider.search(query, user_id=user_id, filters=SearchFilters(project=project, types=BUDGET_TYPES),
-                                    limit=size)
+    filters = SearchFilters(project=project, types=BUDGET_TYPES) if as_of is None else SearchFilters(
+        project=project, types=BUDGET_TYPES, valid_only=False, include_archived=True, as_of=as_of)
+    results = await provider.search(query, user_id=user_id, filters=filters, limit=size)
     results = [r for r in results if is_evidence(r.memory)]
     ranked = rank(results, query, now=now, weights=BUDGET_WEIGHTS)
     exclude = set(exclude_ids)
@@ -456,8 +461,10 @@ def recall_args(req: dict[str, Any]) -> dict[str, Any]:
 
 async def recall_request(provider: RecallSource, settings: Settings, req: dict[str, Any]) -> dict[str, Any]:
     """A ``recall`` request (:func:`recall_args`) answered with :func:`auto_recall`
-    (:meth:`RecallResult.to_reply`): what ``dexai memory recall`` runs when no daemon does."""
+    (:meth:`RecallResult.to_reply`): what ``dexai memory recall`` runs when no daemon does, and
+    with ``as_of`` (an ISO date/time: recall among what was valid then, recency counted from then)."""
     args = recall_args(req)
+    as_of = as_utc(req.get("as_of"))
     result = await auto_recall(provider, args.pop("user_id"), args.pop("prompt"), args.pop("recent"), settings,
-                               record_retrieval=True, **args)
+                               record_retrieval=as_of is None, as_of=as_of, now=as_of, **args)
     return result.to_reply()

@@ -126,7 +126,7 @@ async def test_secrets_are_removed_before_storing(store: NativeProvider, tmp_pat
     "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
     "<private>my therapist is Dr. Smith on Tuesdays</private>",
     "   ",
-    "x" * 1001,
+    "x " * 1001,  # over limits.max_memory_chars (2000)
 ])
 async def test_refused_content_is_not_stored(store: NativeProvider, content: str) -> None:
     result = await remember(store, content, "fact", user_id=U)

@@ -66,8 +66,7 @@ async def test_the_daemon_serves_the_api_and_dexai_panel_opens_it(isolated_home:
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             assert proc.stdout is not None
             line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
-            proc.send_signal(signal.SIGINT)
-            _, err = await asyncio.wait_for(proc.communicate(), 30)
+            _, err = await asyncio.wait_for(proc.communicate(), 30)  # it exits by itself
             assert line == f"{base}/?token={token}", err
             assert b"daemon serves" in err and proc.returncode == 0
             # another user's panel is not the daemon's: it gets its own server

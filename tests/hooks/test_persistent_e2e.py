@@ -53,6 +53,6 @@ def test_instructions_warnings_and_project_facts_open_the_next_session(
     missing = [k for k in KEYS if k not in remembered]
     assert not missing, f"{missing} did not open the next session:\n{remembered}"
     section = remembered.split("Persistent context:", 1)[1]
-    assert "Standing instructions" in section and "Warnings" in section and "Project facts:" in section
+    assert "Standing instructions" in section and "Warnings" in section and "Facts:" in section
     assert count_tokens(section) <= settings.persistent_context.max_tokens + 10  # + fence close
     assert len(remembered) < 10_000

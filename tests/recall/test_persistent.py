@@ -133,7 +133,7 @@ async def test_l1_block_opens_with_it_the_same_in_every_door(store: NativeProvid
         assert "Never force-push to main" in block.text and "Always run make check" in block.text
         assert block.text.index("Persistent context:") < block.text.index("Never force-push")
         assert len(block.text) < MAX_INJECTION_CHARS < 10_000
-        assert "more project facts: ask recall" in block.text
+        assert "more facts: ask recall" in block.text
         persistent = block.section("persistent")
         assert count_tokens("\n".join(i.line for i in block.items if i.section == "persistent")) \
             <= settings.persistent_context.max_tokens

@@ -121,10 +121,25 @@
     return node;
   }
 
+  // The header and the Clear confirmation count alike: the memories shown (current) and the past
+  // ones (superseded, archived, session notes) a clear removes with them.
+  function countText(shown, stored) {
+    const past = Math.max(0, (stored || 0) - shown);
+    return shown + (shown === 1 ? " memory" : " memories") + (past ? " (+" + past + " past)" : "");
+  }
+
+  function clearText(total, shown) {
+    const past = total - shown;
+    if (total === 0) return "There is nothing to clear.";
+    const all = "This will remove all " + total + (total === 1 ? " memory" : " memories");
+    return past > 0 && shown <= total ? all + ": the " + shown + " shown and " + past +
+      " past (superseded, archived or session notes)." : all + ".";
+  }
+
   function render() {
     const facts = state.facts;
     const count = facts ? facts.count : 0;
-    $("pill-count").textContent = count + (count === 1 ? " memory" : " memories");
+    $("pill-count").textContent = countText(count, facts ? facts.stored : 0);
     renderFilters();
     renderConflicts();
     const list = $("list");
@@ -395,8 +410,7 @@
     await guarded(async () => {
       const r = await api("GET", "/api/clear");
       state.clearCount = r.count;
-      $("clear-text").textContent = r.count === 0 ? "There is nothing to clear."
-        : "This will remove all " + r.count + (r.count === 1 ? " memory." : " memories.");
+      $("clear-text").textContent = clearText(r.count, state.facts ? state.facts.count : r.count);
       $("clear-yes").hidden = r.count === 0;
       $("clear-confirm").hidden = false;
       $("clear").hidden = true;
