@@ -24,6 +24,17 @@ demand (``dexai memory consolidate``).
     default). Pinned memories are never touched. Each archive is logged in
     the memory's history with its reason.
 
+:func:`stage_episodes` (a step of :func:`consolidate`)
+    Age-staged compression of episodes: one older than
+    ``consolidation.episode_summary_days`` (7) keeps its title and summary as
+    content instead of the full narrative; one older than
+    ``consolidation.episode_compress_days`` (30) keeps only its compressed form
+    and index key. What recall needs stays: the forms (the prefetch shows the
+    summary form, assembly the richest that fits) and the artifacts (files,
+    commands, commits, errors fixed: what the prefetch matches on).
+    ``metadata["stage"]`` says ``"summarised"`` or ``"compressed"`` and each step
+    is logged in the memory's history. Pinned episodes are left whole.
+
 :func:`store_forms` (the last step of :func:`consolidate`)
     Writes the compression levels of every current durable memory (and
     episode) that has none or whose content changed since they were built:
@@ -103,6 +114,9 @@ class ConsolidationReport:
     clusters: list[MergedCluster] = field(default_factory=list)
     #: Memories whose compression levels were (or, in a dry run, would be) built.
     forms_built: int = 0
+    #: Episodes (to be) cut to their summary, and to their compressed form (:func:`stage_episodes`).
+    episodes_summarised: int = 0
+    episodes_compressed: int = 0
 
     @property
     def superseded(self) -> int:
@@ -112,7 +126,8 @@ class ConsolidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "dry_run": self.dry_run, "candidates": self.candidates,
                 "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
-                "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built}
+                "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built,
+                "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed}
 
 
 @dataclass
@@ -209,9 +224,62 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     offline rules).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
+    report.episodes_summarised, report.episodes_compressed = await stage_episodes(
+        provider, user_id, settings, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
                                            model_limit=settings.consolidation.model_forms_per_run)
     return report
+
+
+#: The stages of an episode, from the fullest.
+EPISODE_STAGES = ("full", "summarised", "compressed")
+
+
+def staged_content(memory: Memory, stage: str) -> str | None:
+    """The content of episode ``memory`` at ``stage`` (None when its forms lack what it needs)."""
+    raw = memory.metadata.get("forms")
+    forms: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    title = str(memory.metadata.get("title") or "").strip()
+    if stage == "summarised":
+        summary = str(forms.get("summary") or "").strip()
+        return "\n".join(t for t in (title, summary) if t) or None
+    compressed = str(forms.get("compressed") or forms.get("summary") or "").strip()
+    key = str(forms.get("index") or "").strip()
+    return " | ".join(t for t in (compressed, key) if t) or None
+
+
+async def stage_episodes(provider: MemoryProvider, user_id: str, settings: Settings, *, dry_run: bool = False,
+                         now: datetime | None = None) -> tuple[int, int]:
+    """Age-staged compression of ``user_id``'s episodes (see the module docstring); returns how
+    many were (or, in a dry run, would be) summarised and compressed."""
+    cfg, now = settings.consolidation, now or utcnow()
+    episodes = await provider.list(user_id=user_id, filters=SearchFilters(
+        types=(MemoryType.EPISODE,), created_before=now - timedelta(days=cfg.episode_summary_days), pinned=False),
+        limit=100_000)
+    counts = {"summarised": 0, "compressed": 0}
+    for m in episodes:
+        if m.pinned:
+            continue
+        age = (now - m.created_at).total_seconds() / 86400
+        target = "compressed" if age >= cfg.episode_compress_days else "summarised"
+        current = str(m.metadata.get("stage") or "full")
+        if EPISODE_STAGES.index(current) >= EPISODE_STAGES.index(target):
+            continue
+        content = staged_content(m, target)
+        if not content:
+            continue
+        counts[target] += 1
+        if dry_run:
+            continue
+        await provider.update(m.id, user_id=user_id, content=content,
+                              metadata={**m.metadata, "stage": target, "staged_at": now.isoformat()})
+        await provider.record_event(MemoryEvent(m.id, target.upper(), f"episode {age:.0f} days old: kept as its "
+                                                f"{'summary' if target == 'summarised' else 'compressed form'}",
+                                                now, details={"before_chars": str(len(m.content))}),
+                                    user_id=user_id)
+    if any(counts.values()) and not dry_run:
+        logger.info("staged episodes of %s: %s", user_id, counts)
+    return counts["summarised"], counts["compressed"]
 
 
 async def store_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False,
