@@ -230,10 +230,6 @@ class ConsolidationConfig:
     #: Most memories whose compression forms the model writes in one consolidation run (new,
     #: edited and rules-built ones, in that order; new and edited ones past it get the offline rules).
     model_forms_per_run: int = field(default=200, metadata=_check(0, 100_000))
-    #: Days after which an episode's full narrative is replaced by its summary, and after which by
-    #: its compressed form (title, forms and artifacts are kept; see consolidation.stage_episodes).
-    episode_summary_days: float = field(default=7.0, metadata=_check(0.0, 3650.0))
-    episode_compress_days: float = field(default=30.0, metadata=_check(0.0, 3650.0))
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ demand (``dexai memory consolidate``).
 
 :func:`stage_episodes` (a step of :func:`consolidate`)
     Age-staged compression of episodes: one older than
-    ``consolidation.episode_summary_days`` (7) keeps its title and summary as
+    :data:`EPISODE_SUMMARY_DAYS` (7) keeps its title and summary as
     content instead of the full narrative; one older than
-    ``consolidation.episode_compress_days`` (30) keeps only its compressed form
+    :data:`EPISODE_COMPRESS_DAYS` (30) keeps only its compressed form
     and index key. What recall needs stays: the forms (the prefetch shows the
     summary form, assembly the richest that fits) and the artifacts (files,
     commands, commits, errors fixed: what the prefetch matches on).
@@ -62,6 +62,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -228,9 +229,52 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
         provider, user_id, settings, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
                                            model_limit=settings.consolidation.model_forms_per_run)
+    if not dry_run:
+        record_run(settings, report, now or utcnow())
     return report
 
 
+def status_file(settings: Settings) -> Path:
+    """Where the last consolidation run of each user is kept: ``<home>/consolidation-status.json``."""
+    return settings.home / "consolidation-status.json"
+
+
+def record_run(settings: Settings, report: ConsolidationReport, at: datetime) -> None:
+    """Keep ``report``'s counts as its user's last run (the panel's consolidation status); a file
+    that cannot be written is logged, never raised (the run itself is done)."""
+    import json
+
+    from .datadir import write_private
+
+    path = status_file(settings)
+    try:
+        runs = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):
+        runs = {}
+    row = report.to_dict()
+    row.pop("clusters", None)
+    runs[report.user_id] = {**row, "at": at.isoformat()}
+    try:
+        write_private(path, json.dumps(runs, indent=1).encode())
+    except OSError as exc:
+        logger.warning("the consolidation status was not written: %s", exc)
+
+
+def last_run(settings: Settings, user_id: str) -> dict[str, Any] | None:
+    """The counts and time of ``user_id``'s last consolidation run (None: none recorded)."""
+    import json
+
+    try:
+        runs = json.loads(status_file(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    row = runs.get(user_id) if isinstance(runs, dict) else None
+    return row if isinstance(row, dict) else None
+
+
+#: Days after which an episode keeps only its summary, and only its compressed form (the design's ages).
+EPISODE_SUMMARY_DAYS = 7.0
+EPISODE_COMPRESS_DAYS = 30.0
 #: The stages of an episode, from the fullest.
 EPISODE_STAGES = ("full", "summarised", "compressed")
 
@@ -252,16 +296,16 @@ async def stage_episodes(provider: MemoryProvider, user_id: str, settings: Setti
                          now: datetime | None = None) -> tuple[int, int]:
     """Age-staged compression of ``user_id``'s episodes (see the module docstring); returns how
     many were (or, in a dry run, would be) summarised and compressed."""
-    cfg, now = settings.consolidation, now or utcnow()
+    now = now or utcnow()
     episodes = await provider.list(user_id=user_id, filters=SearchFilters(
-        types=(MemoryType.EPISODE,), created_before=now - timedelta(days=cfg.episode_summary_days), pinned=False),
+        types=(MemoryType.EPISODE,), created_before=now - timedelta(days=EPISODE_SUMMARY_DAYS), pinned=False),
         limit=100_000)
     counts = {"summarised": 0, "compressed": 0}
     for m in episodes:
         if m.pinned:
             continue
         age = (now - m.created_at).total_seconds() / 86400
-        target = "compressed" if age >= cfg.episode_compress_days else "summarised"
+        target = "compressed" if age >= EPISODE_COMPRESS_DAYS else "summarised"
         current = str(m.metadata.get("stage") or "full")
         if EPISODE_STAGES.index(current) >= EPISODE_STAGES.index(target):
             continue
