@@ -7,8 +7,9 @@ session store design describes it, without losing what was said:
    ``max_tokens`` estimated tokens (default 100,000).
 2. **What goes**: every rule that matches, in one call. Too many messages: the
    oldest ``len - keep`` go (``keep`` = 30); then, while what is left is over
-   ``max_tokens``, its oldest half goes, until it fits (60 messages of 12,000
-   tokens end near 90,000 tokens, not at the 360,000 the first rule leaves).
+   ``max_tokens``, its oldest half goes, until it fits (60 messages of ~12,400
+   tokens end at ~74,000 tokens in 6 messages, not at the ~372,000 the first
+   rule alone leaves).
    Each cut moves forward to a plain user message, so a tool call is never
    separated from its result and the kept part starts as the API requires;
    the last plain user message is always kept, even when it alone is over.
