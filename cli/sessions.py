@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +22,19 @@ def _store(ctx: Context) -> SessionStore:
 
 def _when(mtime_ms: int) -> str:
     return datetime.fromtimestamp(mtime_ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def _environment(state: Mapping[str, Any], env: Mapping[str, Any]) -> str:
+    """The session's system state and last known environment as ``show`` prints them ('' when unknown)."""
+    parts = [f"{k.replace('_', ' ')}: {v}" for k, v in {**state, **{k: env.get(k) for k in ("version", "platform")}}.items()
+             if v and k != "last_workspace"]
+    snap = env.get("system_snapshot") or {}
+    parts += [f"{k.replace('_', ' ')}: {v}" for k, v in snap.items() if v is not None]
+    where = state.get("last_workspace") or env.get("workspace")
+    if not where and not parts:
+        return ""
+    when = f" (as of {_when(int(env['last_update']))})" if env.get("last_update") else ""
+    return f"  workspace: {where or '-'}{when}\n" + "".join(f"    {p}\n" for p in parts)
 
 
 @click.group()
@@ -46,8 +60,9 @@ def list_sessions(ctx: Context, project_key: str | None) -> None:
 @click.option("--project-key", default=None, help="The SDK project key, when one id is stored under several.")
 @common_options
 def show(ctx: Context, session_id: str, project_key: str | None) -> None:
-    """One session's statistics: tool calls by tool, failures, token usage, first prompt, and its tasks
-    (to-do items and subagents: running ones, and finished ones for 24 hours)."""
+    """One session's statistics: tool calls by tool, failures, token usage, first prompt, its system
+    state and last known environment (workspace, git branch, model, Claude Code version, load and
+    disk use), and its tasks (to-do items and subagents: running ones, and finished ones for 24 hours)."""
     info = _store(ctx).info(session_id, project_key=project_key)
     if info is None:
         return fail(f"no stored session {session_id!r} (see `dexai sessions list`)")
@@ -57,7 +72,8 @@ def show(ctx: Context, session_id: str, project_key: str | None) -> None:
             f"  first prompt: {info.first_prompt or '-'}\n  entries: {info.entries}\n"
             f"  tool calls: {info.tools.total_calls} ({tools}), {info.tools.failures} failed\n"
             f"  tokens: {info.input_tokens:,} in, {info.output_tokens:,} out\n"
-            f"  tasks: {len(info.tasks) or 'none'}"
+            + _environment(info.system_state, info.environment)
+            + f"  tasks: {len(info.tasks) or 'none'}"
             + "".join(f"\n    [{t.status}] {t.description[:100]}" for t in info.tasks))
     ctx.emit(data, text)
 

@@ -24,6 +24,17 @@ demand (``dexai memory consolidate``).
     default). Pinned memories are never touched. Each archive is logged in
     the memory's history with its reason.
 
+:func:`stage_episodes` (a step of :func:`consolidate`)
+    Age-staged compression of episodes: one older than
+    :data:`EPISODE_SUMMARY_DAYS` (7) keeps its title and summary as
+    content instead of the full narrative; one older than
+    :data:`EPISODE_COMPRESS_DAYS` (30) keeps only its compressed form
+    and index key. What recall needs stays: the forms (the prefetch shows the
+    summary form, assembly the richest that fits) and the artifacts (files,
+    commands, commits, errors fixed: what the prefetch matches on).
+    ``metadata["stage"]`` says ``"summarised"`` or ``"compressed"`` and each step
+    is logged in the memory's history. Pinned episodes are left whole.
+
 :func:`store_forms` (the last step of :func:`consolidate`)
     Writes the compression levels of every current durable memory (and
     episode) that has none or whose content changed since they were built:
@@ -51,6 +62,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -103,6 +115,9 @@ class ConsolidationReport:
     clusters: list[MergedCluster] = field(default_factory=list)
     #: Memories whose compression levels were (or, in a dry run, would be) built.
     forms_built: int = 0
+    #: Episodes (to be) cut to their summary, and to their compressed form (:func:`stage_episodes`).
+    episodes_summarised: int = 0
+    episodes_compressed: int = 0
 
     @property
     def superseded(self) -> int:
@@ -112,7 +127,8 @@ class ConsolidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "dry_run": self.dry_run, "candidates": self.candidates,
                 "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
-                "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built}
+                "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built,
+                "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed}
 
 
 @dataclass
@@ -209,9 +225,105 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     offline rules).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
+    report.episodes_summarised, report.episodes_compressed = await stage_episodes(
+        provider, user_id, settings, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
                                            model_limit=settings.consolidation.model_forms_per_run)
+    if not dry_run:
+        record_run(settings, report, now or utcnow())
     return report
+
+
+def status_file(settings: Settings) -> Path:
+    """Where the last consolidation run of each user is kept: ``<home>/consolidation-status.json``."""
+    return settings.home / "consolidation-status.json"
+
+
+def record_run(settings: Settings, report: ConsolidationReport, at: datetime) -> None:
+    """Keep ``report``'s counts as its user's last run (the panel's consolidation status); a file
+    that cannot be written is logged, never raised (the run itself is done)."""
+    import json
+
+    from .datadir import write_private
+
+    path = status_file(settings)
+    try:
+        runs = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):
+        runs = {}
+    row = report.to_dict()
+    row.pop("clusters", None)
+    runs[report.user_id] = {**row, "at": at.isoformat()}
+    try:
+        write_private(path, json.dumps(runs, indent=1).encode())
+    except OSError as exc:
+        logger.warning("the consolidation status was not written: %s", exc)
+
+
+def last_run(settings: Settings, user_id: str) -> dict[str, Any] | None:
+    """The counts and time of ``user_id``'s last consolidation run (None: none recorded)."""
+    import json
+
+    try:
+        runs = json.loads(status_file(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    row = runs.get(user_id) if isinstance(runs, dict) else None
+    return row if isinstance(row, dict) else None
+
+
+#: Days after which an episode keeps only its summary, and only its compressed form (the design's ages).
+EPISODE_SUMMARY_DAYS = 7.0
+EPISODE_COMPRESS_DAYS = 30.0
+#: The stages of an episode, from the fullest.
+EPISODE_STAGES = ("full", "summarised", "compressed")
+
+
+def staged_content(memory: Memory, stage: str) -> str | None:
+    """The content of episode ``memory`` at ``stage`` (None when its forms lack what it needs)."""
+    raw = memory.metadata.get("forms")
+    forms: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    title = str(memory.metadata.get("title") or "").strip()
+    if stage == "summarised":
+        summary = str(forms.get("summary") or "").strip()
+        return "\n".join(t for t in (title, summary) if t) or None
+    compressed = str(forms.get("compressed") or forms.get("summary") or "").strip()
+    key = str(forms.get("index") or "").strip()
+    return " | ".join(t for t in (compressed, key) if t) or None
+
+
+async def stage_episodes(provider: MemoryProvider, user_id: str, settings: Settings, *, dry_run: bool = False,
+                         now: datetime | None = None) -> tuple[int, int]:
+    """Age-staged compression of ``user_id``'s episodes (see the module docstring); returns how
+    many were (or, in a dry run, would be) summarised and compressed."""
+    now = now or utcnow()
+    episodes = await provider.list(user_id=user_id, filters=SearchFilters(
+        types=(MemoryType.EPISODE,), created_before=now - timedelta(days=EPISODE_SUMMARY_DAYS), pinned=False),
+        limit=100_000)
+    counts = {"summarised": 0, "compressed": 0}
+    for m in episodes:
+        if m.pinned:
+            continue
+        age = (now - m.created_at).total_seconds() / 86400
+        target = "compressed" if age >= EPISODE_COMPRESS_DAYS else "summarised"
+        current = str(m.metadata.get("stage") or "full")
+        if EPISODE_STAGES.index(current) >= EPISODE_STAGES.index(target):
+            continue
+        content = staged_content(m, target)
+        if not content:
+            continue
+        counts[target] += 1
+        if dry_run:
+            continue
+        await provider.update(m.id, user_id=user_id, content=content,
+                              metadata={**m.metadata, "stage": target, "staged_at": now.isoformat()})
+        await provider.record_event(MemoryEvent(m.id, target.upper(), f"episode {age:.0f} days old: kept as its "
+                                                f"{'summary' if target == 'summarised' else 'compressed form'}",
+                                                now, details={"before_chars": str(len(m.content))}),
+                                    user_id=user_id)
+    if any(counts.values()) and not dry_run:
+        logger.info("staged episodes of %s: %s", user_id, counts)
+    return counts["summarised"], counts["compressed"]
 
 
 async def store_forms(provider: MemoryProvider, user_id: str, *, dry_run: bool = False,

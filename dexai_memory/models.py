@@ -87,9 +87,21 @@ EXTRACTED_CONFIDENCE = 0.75
 CONFIDENCE_BOOST = 0.15
 
 
-def boosted(confidence: float) -> float:
-    """``confidence`` after one more mention: + :data:`CONFIDENCE_BOOST`, at most 1.0."""
-    return min(1.0, round(confidence + CONFIDENCE_BOOST, 4))
+#: What one more mention adds to a memory written by hand: it starts lower, and rises faster.
+MANUAL_CONFIDENCE_BOOST = 0.25
+#: ``metadata["source"]`` of memories written by hand (``dexai memory add`` / ``facts add``, the panel).
+MANUAL_SOURCES = frozenset({"hand", "cli", "panel"})
+
+
+def by_hand(memory: Memory) -> bool:
+    """Whether ``memory`` was written by hand (its ``metadata["source"]`` is one of :data:`MANUAL_SOURCES`)."""
+    return str((memory.metadata or {}).get("source")) in MANUAL_SOURCES
+
+
+def boosted(confidence: float, *, manual: bool = False) -> float:
+    """``confidence`` after one more mention: + :data:`CONFIDENCE_BOOST` (+ :data:`MANUAL_CONFIDENCE_BOOST`
+    for a memory written by hand), at most 1.0."""
+    return min(1.0, round(confidence + (MANUAL_CONFIDENCE_BOOST if manual else CONFIDENCE_BOOST), 4))
 
 
 def utcnow() -> datetime:

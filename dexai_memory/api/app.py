@@ -32,7 +32,7 @@ from .. import panel
 from ..errors import DexaiMemoryError, InvalidMemory, MemoryNotFound, PinLimitReached, ProviderError
 from ..lifecycle.clear import NothingToUndo
 from ..version import __version__
-from . import context, memories, upkeep
+from . import activity, context, memories, upkeep
 from .auth import TokenMiddleware
 from .requests import ApiState, BodyTooLarge, StateConflict
 
@@ -53,7 +53,7 @@ SCHEMA = SchemaGenerator({
     "security": [{"bearer": []}],
 })
 
-API_ROUTES: list[BaseRoute] = [*memories.ROUTES, *upkeep.ROUTES, *context.ROUTES]
+API_ROUTES: list[BaseRoute] = [*memories.ROUTES, *upkeep.ROUTES, *context.ROUTES, *activity.ROUTES]
 
 
 def status_of(exc: DexaiMemoryError) -> int:

@@ -23,6 +23,11 @@ is ``{"context", "token_count", "tiers": {"tier1".."tier4"}}`` plus
 never exceeds ``budget``; it is the tiers' sum plus the fence's tokens.
 Signals are described in :mod:`dexai_memory.recall.focus`; a value that is not
 a string or a list of strings is a 400.
+
+``POST /api/context/predict`` (the design's predictive prefetch) answers what is
+known about a file opened, errors met and a branch switched to, before the agent
+asks: ``{"predicted_memories": [{id, type, content, line, item, match, confidence}],
+"confidence", "items"}`` (:mod:`dexai_memory.recall.predict`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from starlette.routing import Route
 
 from ..recall.assembly import assemble_context
 from ..recall.persistent import CATEGORIES, gather_persistent, persistent_category
+from ..recall.predict import predict as predict_memories
+from ..recall.predict import prediction_items
 from ..recall.ranking import auto_recall
 from .requests import BadRequest, body, memory_json, number, project_of, state, user_of
 
@@ -134,7 +141,62 @@ async def recall(request: Request) -> JSONResponse:
     return JSONResponse(result.to_reply())
 
 
+def _strings(data: dict[str, Any], *keys: str) -> list[str]:
+    """The strings under ``keys`` (each a string or a list of strings; 400 for anything else)."""
+    out: list[str] = []
+    for key in keys:
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadRequest(f"'{key}' must be a string or a list of strings")
+        out += [v for v in value if v.strip()]
+    return out
+
+
+async def predict(request: Request) -> JSONResponse:
+    """Predict the memories a file opened, an error or a branch will need (see the module docstring).
+    ---
+    summary: Predict context
+    requestBody:
+      content:
+        application/json:
+          schema:
+            type: object
+            properties:
+              file_opened: {type: string, description: "a path (or a list); alias: current_file"}
+              recent_errors: {type: array, items: {type: string}, description: "alias: error"}
+              branch: {type: string}
+              cwd: {type: string, description: "paths inside it are matched relative to it"}
+              limit: {type: integer, minimum: 1, maximum: 100}
+              user_id: {type: string}
+              project: {type: string}
+    responses:
+      200: {description: "{predicted_memories: [{id, type, content, line, item, match, confidence}], confidence,
+        items}"}
+      400: {description: no signal, or a bad value}
+    """
+    api = state(request)
+    data = await body(request)
+    branch = data.get("branch")
+    if branch is not None and not isinstance(branch, str):
+        raise BadRequest("'branch' must be a string")
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    items = prediction_items(files=_strings(data, "file_opened", "current_file"),
+                             errors=_strings(data, "recent_errors", "error"), branch=branch, cwd=cwd)
+    if not items and not any(data.get(k) for k in ("file_opened", "current_file", "recent_errors", "error",
+                                                     "branch")):
+        raise BadRequest("give at least one of 'file_opened', 'recent_errors' or 'branch'")
+    project = project_of(request, data)
+    result = await predict_memories(api.provider, user_of(request, data), items, project=project, local=project,
+                                    limit=number(data, "limit", low=1, high=100) or 10)
+    return JSONResponse(result.to_json())
+
+
 ROUTES = [
+    Route("/api/context/predict", predict, methods=["POST"]),
     Route("/api/recall", recall, methods=["POST"]),
     Route("/api/persistent", persistent, methods=["GET"]),
     Route("/api/context/assemble", assemble, methods=["POST"]),

@@ -12,7 +12,8 @@ What each event does
     startup/resume/clear: inject the L1 block (profile, commitments due soon, last session
     state); resume skips it when everything in it is still in the conversation. compact:
     re-inject the post-compaction block (filled by priority; the last prompts and the task
-    snapshot kept in the compaction marker) and clear the marker.
+    snapshot kept in the compaction marker, and the user's ``/compact <instructions>``
+    quoted after it) and clear the marker.
 ``user-prompt-submit``
     The prompt is recorded first (redacted, for Stop to queue), so a failing recall loses
     nothing. Marker still set (SessionStart(compact) did not run): re-inject and clear it.
@@ -32,7 +33,8 @@ What each event does
     async Stop queues only the prompts received before it, SessionEnd catches up a turn whose
     Stop never came.
 ``session-end``
-    Catch up the last turn; record the episode; get the queue extracted; schedule
+    Catch up the last turn; store the final working-state snapshot (the next session's
+    "last session state"); record the episode; get the queue extracted; schedule
     consolidation when enough new notes accumulated; drop the session's state file.
 
 An event replayed from the durable queue (it came while no daemon answered) does its
@@ -112,6 +114,23 @@ def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: s
     if prompt:
         prompts.append(prompt)
     return recall_query(prompts, marker.get("snapshot")) or None
+
+
+#: Most characters of the user's ``/compact`` instructions kept in the marker and re-injected.
+MAX_COMPACT_INSTRUCTIONS = 2000
+
+
+def with_compact_instructions(text: str, marker: dict[str, Any]) -> str:
+    """The re-injected block ``text`` followed by the instructions the user gave with ``/compact``
+    (PreCompact's ``custom_instructions``, kept in the marker), quoted in their own fence."""
+    from ..recall.render import fenced
+
+    instructions = " ".join(str(marker.get("custom_instructions") or "").split())
+    if not instructions:
+        return text
+    quoted = fenced([instructions], preamble="The user compacted this conversation with these instructions "
+                                             "(their words, from this session):")
+    return "\n\n".join(t for t in (text, quoted) if t)
 
 
 class Host(Protocol):
@@ -270,7 +289,7 @@ class EventExecutor:
                 clear_state(settings, sid)  # what was prefetched went with the compacted context
 
             await asyncio.to_thread(after)
-            return context_output("SessionStart", block.text)
+            return context_output("SessionStart", with_compact_instructions(block.text, marker))
         if source == "startup":
             await asyncio.to_thread(prune_state, settings)
         block = await self.actions.l1(user_id=event.user_id, project=event.project, session_id=sid)
@@ -316,7 +335,7 @@ class EventExecutor:
             block = await self.actions.l1(user_id=event.user_id, query=reinjection_query(marker, {}, prompt),
                                           recent=recent, project=event.project, session_id=sid,
                                           snapshot=marker.get("snapshot"), after_compaction=True)
-            text, ids, reset = block.text, [m.id for m in block.memories], True
+            text, ids, reset = with_compact_instructions(block.text, marker), [m.id for m in block.memories], True
         else:
             started: list[str] = []
             if not state.get(STARTED):
@@ -352,11 +371,13 @@ class EventExecutor:
             snapshot = redact_for_state(snapshot) if snapshot else None
             last_prompt = next((t for r, t in reversed(messages) if r == "user"), None) \
                 or load_session(settings, sid).get("last_prompt")
+            asked = str(payload.get("custom_instructions") or "").strip()[:MAX_COMPACT_INSTRUCTIONS]
             # the marker first: whatever happens next, the block is re-injected after compaction
             write_marker(settings, sid, {
                 "trigger": payload.get("trigger"), "at": utcnow().isoformat(), "snapshot": snapshot,
                 "last_prompt": redact_for_state(last_prompt) if last_prompt else None,
                 "recent_prompts": redact_for_state(recent_prompts(messages)),
+                "custom_instructions": redact_for_state(asked) if asked else None,
                 "transcript_backup": str(backup) if backup else None})
             return snapshot, str(backup) if backup else None
 
@@ -410,6 +431,7 @@ class EventExecutor:
                 logger.info("session end: queued %s prompt(s) of a turn whose Stop did not finish", caught)
         except Exception:  # the rest of SessionEnd (the queue's extraction) must still run
             logger.exception("catching up the last turn failed")
+        await self.final_snapshot(event)
         await self.record_episode(event)
         self.daemon.queue.notify()
 
@@ -529,6 +551,22 @@ class EventExecutor:
         if missing:
             logger.warning("session %s: queued %d prompt(s) of the transcript no hook had queued", sid, len(missing))
         return missing
+
+    async def final_snapshot(self, event: HookEvent) -> str | None:
+        """SessionEnd: the session's snapshot rewritten to its state at the end (task, last action),
+        shown as the next session's last state; returns its id (None: nothing to say). Never raises."""
+        try:
+            messages = await asyncio.to_thread(read_transcript, event.payload.get("transcript_path"))
+            text = snapshot_text(messages)
+            if not text:
+                return None
+            text = redact_for_state(f"Session ended ({event.payload.get('reason') or 'exit'}) | {text}")
+            memory = await self.actions.store_snapshot(user_id=event.user_id, session_id=event.session_id,
+                                                       text=text, project=self.capture_project(event))
+            return memory.id
+        except Exception:  # a snapshot is a convenience: SessionEnd's extraction must still run
+            logger.exception("final snapshot not stored")
+            return None
 
     async def record_episode(self, event: HookEvent) -> dict[str, Any]:
         """Turn the transcript's current stretch into an episode (PreCompact, SessionEnd); never raises."""

@@ -80,6 +80,8 @@ async def add_by_hand(provider: MemoryProvider, memory: Memory, *, top_k: int, e
 
     if pin:
         await check_room(provider, memory.user_id, max_pins)
+    if "source" not in memory.metadata:  # written by hand: a repetition raises it faster (models.by_hand)
+        memory = memory.replace(metadata={**memory.metadata, "source": "hand"})
     done = await store_statement(provider, memory, top_k=top_k, enabled=enabled)
     if pin and done.memory is not None and not done.memory.pinned:
         return Stored(done.decision, done.target, await pin_memory(provider, done.memory.id, user_id=memory.user_id,

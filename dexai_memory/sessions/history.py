@@ -5,10 +5,14 @@ session store design describes it, without losing what was said:
 
 1. **When**: more than ``max_entries`` messages (default 50), or more than
    ``max_tokens`` estimated tokens (default 100,000).
-2. **What goes**: the oldest ``len - keep`` messages (``keep`` = 30) when there
-   are too many, else the oldest half; the cut moves forward to a plain user
-   message, so a tool call is never separated from its result and the kept
-   part starts as the API requires.
+2. **What goes**: every rule that matches, in one call. Too many messages: the
+   oldest ``len - keep`` go (``keep`` = 30); then, while what is left is over
+   ``max_tokens``, its oldest half goes, until it fits (60 messages of ~12,400
+   tokens end at ~74,000 tokens in 6 messages, not at the ~372,000 the first
+   rule alone leaves).
+   Each cut moves forward to a plain user message, so a tool call is never
+   separated from its result and the kept part starts as the API requires;
+   the last plain user message is always kept, even when it alone is over.
 3. **Facts first**: every message that goes is handed to memory before
    anything is dropped (a :class:`~dexai_memory.daemon.MemoryDaemon`: queued
    and flushed; a :class:`~dexai_memory.pipeline.Pipeline`: extracted
@@ -76,6 +80,30 @@ def _tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(count_tokens(json.dumps(m.get("content"), default=str)) for m in messages)
 
 
+def _safe(items: Sequence[Mapping[str, Any]], cut: int) -> int:
+    """``cut`` moved forward to a plain user message (len(items) when there is none after it)."""
+    while cut < len(items) and not _plain_user(items[cut]):
+        cut += 1
+    return cut
+
+
+def _cut(items: Sequence[Mapping[str, Any]], *, max_entries: int, keep: int, max_tokens: int) -> int:
+    """How many of the oldest messages go (0: none), every rule that matches applied in turn:
+    too many messages cuts to the last ``keep``; then, while what is left is over ``max_tokens``,
+    its oldest half goes, until it fits or no safe cut remains (the last plain user message is
+    always kept)."""
+    cut = 0
+    if len(items) > max_entries:
+        moved = _safe(items, len(items) - keep)
+        cut = moved if moved < len(items) else 0
+    while _tokens(items[cut:]) > max_tokens:
+        moved = _safe(items, cut + max(1, (len(items) - cut) // 2))
+        if moved >= len(items):
+            break
+        cut = moved
+    return cut
+
+
 async def _extract(memory: Any, turns: list[Turn]) -> int | None:
     """Hand ``turns`` to memory before they are dropped; the number of notes stored (None if unknown)."""
     if not turns:
@@ -100,15 +128,8 @@ async def compact_history(messages: Sequence[Mapping[str, Any]], *, memory: Any,
     summary. Returns the messages unchanged when no limit is reached.
     """
     items = [dict(m) for m in messages]
-    if len(items) > max_entries:
-        cut = len(items) - keep
-    elif _tokens(items) > max_tokens:
-        cut = len(items) // 2
-    else:
-        return HistoryCompaction(items, summary, 0)
-    while cut < len(items) and not _plain_user(items[cut]):
-        cut += 1
-    if cut >= len(items):
+    cut = _cut(items, max_entries=max_entries, keep=keep, max_tokens=max_tokens)
+    if cut == 0:
         return HistoryCompaction(items, summary, 0)
     old, kept = items[:cut], items[cut:]
     now = datetime.now(UTC)

@@ -17,6 +17,11 @@ What it keeps, per session:
 - tool statistics (calls by tool, failures: a ``tool_result`` with
   ``is_error``) and token usage (input, cache and output tokens of each
   assistant message, counted once per message id);
+- its ``system_state`` (the last workspace, git branch, model and permission mode the
+  transcript shows) and its ``last_known_environment`` (that workspace, the time of the
+  last entry, Claude Code's version, the platform, and a ``system_snapshot`` of the
+  machine's load and the workspace disk's use, read when the batch is appended): the
+  latest value of each field wins, a batch without one keeps the earlier value;
 - the session's tasks (the design's ``active_tasks``): each item of the latest
   ``TodoWrite`` list (pending, running for ``in_progress``, completed) and
   each subagent started with the ``Task`` / ``Agent`` tool (running until its
@@ -99,6 +104,13 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (project_key, session_id, task_id)
 );
+CREATE TABLE IF NOT EXISTS environment (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    system_state TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    PRIMARY KEY (project_key, session_id)
+);
 CREATE TABLE IF NOT EXISTS usage (
     project_key TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -147,6 +159,10 @@ class SessionInfo:
     input_tokens: int
     output_tokens: int
     tasks: tuple[Task, ...] = ()
+    #: ``{"last_workspace", "git_branch", "model", "permission_mode"}`` as far as known.
+    system_state: Mapping[str, Any] = field(default_factory=dict)
+    #: ``{"workspace", "last_update" (ms), "version", "platform", "system_snapshot"}`` as far as known.
+    environment: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"project_key": self.project_key, "session_id": self.session_id, "mtime": self.mtime,
@@ -155,7 +171,8 @@ class SessionInfo:
                                "failures": self.tools.failures},
                 "token_usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                                 "total_tokens": self.input_tokens + self.output_tokens},
-                "active_tasks": [t.as_dict() for t in self.tasks]}
+                "active_tasks": [t.as_dict() for t in self.tasks], "system_state": dict(self.system_state),
+                "last_known_environment": dict(self.environment)}
 
 
 def _now_ms() -> int:
@@ -252,10 +269,13 @@ class SessionStore:
                 "SELECT task_id, description, status, created_at, updated_at FROM tasks WHERE project_key = ? "
                 "AND session_id = ? AND (status IN ('pending', 'running') OR updated_at >= ?) ORDER BY created_at, "
                 "rowid", (pk, session_id, _now_ms() - FINISHED_TASK_TTL_MS)))
+            env = db.execute("SELECT system_state, environment FROM environment WHERE project_key = ? "
+                             "AND session_id = ?", (pk, session_id)).fetchone()
         data = (json.loads(row[2]).get("data") or {}) if row[2] else {}
         first = data.get("first_prompt") or data.get("command_fallback")
         return SessionInfo(pk, session_id, row[1], entries, first if isinstance(first, str) else None,
-                           ToolStats(sum(by_tool.values()), by_tool, failures), tokens[0], tokens[1], tasks)
+                           ToolStats(sum(by_tool.values()), by_tool, failures), tokens[0], tokens[1], tasks,
+                           json.loads(env[0]) if env else {}, json.loads(env[1]) if env else {})
 
     def remove(self, session_id: str, *, project_key: str | None = None) -> int:
         """Delete a session by id (in every project unless ``project_key``); returns entries deleted."""
@@ -289,6 +309,7 @@ class SessionStore:
                         _count(db, pk, sid, entry)
                 mtime = _now_ms()
                 prune_tasks(db, mtime)
+                _remember_environment(db, pk, sid, entries, mtime)
                 summary = None
                 if not sub:
                     row = db.execute("SELECT summary FROM sessions WHERE project_key = ? AND session_id = ?",
@@ -326,7 +347,7 @@ class SessionStore:
 
 
 #: The tables holding a session's rows.
-TABLES = ("entries", "sessions", "tool_calls", "usage", "tasks")
+TABLES = ("entries", "sessions", "tool_calls", "usage", "tasks", "environment")
 
 
 #: Keys whose values are identifiers or opaque signatures, not text: kept as they are (a resumed
@@ -413,3 +434,55 @@ def _count(db: sqlite3.Connection, pk: str, sid: str, entry: Mapping[str, Any]) 
             db.execute("UPDATE tasks SET status = ?, updated_at = ? WHERE project_key = ? AND session_id = ? AND "
                        "task_id = ? AND status = 'running'",
                        ("failed" if block.get("is_error") else "completed", _now_ms(), pk, sid, block["tool_use_id"]))
+
+
+#: Entry fields that say where and how the session runs: (entry key, section, field).
+_STATE_FIELDS = (("cwd", "system_state", "last_workspace"), ("gitBranch", "system_state", "git_branch"),
+                 ("permissionMode", "system_state", "permission_mode"), ("cwd", "environment", "workspace"),
+                 ("version", "environment", "version"))
+
+
+def system_snapshot(workspace: str | None) -> dict[str, Any]:
+    """What the machine looks like now: its 1-minute load average and the use (percent) of the
+    disk holding ``workspace``, each left out when it cannot be read here."""
+    import os
+    import shutil
+
+    out: dict[str, Any] = {}
+    try:
+        out["load_average_1m"] = round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # not on every platform
+        pass
+    if workspace and os.path.isdir(workspace):
+        try:
+            disk = shutil.disk_usage(workspace)
+            out["disk_usage_percent"] = round(100 * disk.used / disk.total, 1) if disk.total else None
+        except OSError:
+            pass
+    return out
+
+
+def _remember_environment(db: sqlite3.Connection, pk: str, sid: str, entries: list[dict[str, Any]],
+                          now_ms: int) -> None:
+    """Fold a batch's ``cwd`` / ``gitBranch`` / ``permissionMode`` / ``version`` and the last
+    assistant message's model into the session's system state and last known environment."""
+    import platform
+
+    found: dict[str, dict[str, Any]] = {"system_state": {}, "environment": {}}
+    for entry in entries:
+        for key, section, name in _STATE_FIELDS:
+            if isinstance(entry.get(key), str) and entry[key]:
+                found[section][name] = entry[key]
+        message = entry.get("message")
+        if entry.get("type") == "assistant" and isinstance(message, Mapping) and isinstance(message.get("model"), str):
+            found["system_state"]["model"] = message["model"]
+    if not found["system_state"] and not found["environment"]:
+        return
+    row = db.execute("SELECT system_state, environment FROM environment WHERE project_key = ? AND session_id = ?",
+                     (pk, sid)).fetchone()
+    state = {**(json.loads(row[0]) if row else {}), **found["system_state"]}
+    env = {**(json.loads(row[1]) if row else {}), **found["environment"]}
+    env.update(last_update=now_ms, platform=platform.platform(terse=True),
+               system_snapshot=system_snapshot(env.get("workspace")))
+    db.execute("INSERT OR REPLACE INTO environment VALUES (?, ?, ?, ?)",
+               (pk, sid, json.dumps(state), json.dumps(env)))

@@ -47,6 +47,7 @@ from ..models import (
     UpdateAction,
     UpdateDecision,
     boosted,
+    by_hand,
     is_tool_origin,
     utcnow,
 )
@@ -148,7 +149,7 @@ async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, not
         confirmed = {"metadata": {**old.metadata, "confirmed_by_user": True}}
     if decision.action is UpdateAction.NOOP:
         updated = await provider.update(old.id, user_id=uid, mention_count=old.mention_count + 1,
-                                        confidence=boosted(old.confidence), source_ids=sources,
+                                        confidence=boosted(old.confidence, manual=by_hand(old)), source_ids=sources,
                                         importance=max(old.importance, note.importance), **confirmed)
         await provider.record_event(MemoryEvent(old.id, "NOOP", decision.reason, now,
                                                 details={"duplicate": note.content}), user_id=uid)
@@ -156,7 +157,7 @@ async def apply_decision(provider: MemoryProvider, decision: UpdateDecision, not
     if decision.action is UpdateAction.UPDATE:
         content = decision.merged_content or note.content
         updated = await provider.update(old.id, user_id=uid, content=content, source_ids=sources,
-                                        mention_count=old.mention_count + 1, confidence=boosted(old.confidence),
+                                        mention_count=old.mention_count + 1, confidence=boosted(old.confidence, manual=by_hand(old)),
                                         importance=max(old.importance, note.importance), **confirmed)
         await provider.record_event(MemoryEvent(old.id, "UPDATE", decision.reason, now,
                                                 details={"before": old.content, "after": content}), user_id=uid)

@@ -87,6 +87,7 @@
     if (state.query) await runSearch();
     render();
     loadPersistent();
+    loadUpkeep();
   }
 
   async function loadPersistent() {
@@ -511,7 +512,61 @@
     $("clear-undo").addEventListener("click", undoClear);
   }
 
+  // ------------------------------------------------------------------ activity, consolidation, tab refresh
+  // The memory activity feed and the consolidation status, shown beside the persistent context.
+  async function loadUpkeep() {
+    try {
+      const [feed, status] = await Promise.all([api("GET", "/api/activity?limit=15"), api("GET", "/api/consolidation")]);
+      renderActivity(feed.events);
+      renderConsolidation(status);
+    } catch (e) { /* the panel works without them */ }
+  }
+
+  function when(iso) {
+    const d = new Date(iso);
+    return isNaN(d) ? "" : d.toLocaleString();
+  }
+
+  function renderActivity(events) {
+    const list = $("activity");
+    list.replaceChildren();
+    if (!events.length) { list.append(el("li", { class: "muted" }, "No activity yet.")); return; }
+    for (const ev of events) {
+      list.append(el("li", { "data-action": ev.action },
+        el("span", { class: "activity-action" }, ev.action.toLowerCase()), " ",
+        el("span", { class: "activity-text" }, ev.content), " ",
+        el("span", { class: "muted" }, when(ev.at) + (ev.reason ? " (" + ev.reason + ")" : ""))));
+    }
+  }
+
+  function renderConsolidation(s) {
+    const parts = [];
+    if (!s.enabled) parts.push("Consolidation is off.");
+    if (s.last_run) {
+      const r = s.last_run;
+      parts.push("Last run " + when(r.at) + ": " + r.merged + " merged, " + r.superseded + " superseded, " +
+        r.episodes_summarised + " episodes summarised, " + r.episodes_compressed + " compressed.");
+    } else {
+      parts.push("Not run yet.");
+    }
+    if (s.next_run) parts.push("Next run around " + when(s.next_run) + ".");
+    parts.push(s.waiting + " memories old enough to consolidate; " + s.contradictions_open + " open contradictions.");
+    $("consolidation").textContent = parts.join(" ");
+  }
+
+  // Another tab or the agent may have changed memory meanwhile: reload when the tab is shown again
+  // (not while an edit or a clear is under way, which a reload would lose).
+  function wireRefresh() {
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState !== "visible" || !token || state.editing) return;
+      if (document.querySelector("#list .card input:not([type=checkbox]), #list .full-editor")) return;
+      if (!$("clearbar").hidden || !$("clear-confirm").hidden) return;
+      guarded(load).then(() => document.body.setAttribute("data-refreshed", String(Date.now())));
+    });
+  }
+
   wire();
+  wireRefresh();
   if (!token) {
     showError("No API token: open the URL `dexai panel` printed (it ends with ?token=...).");
   } else {
