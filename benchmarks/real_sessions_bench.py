@@ -277,6 +277,8 @@ class Figures:
     injected_tokens: list[int] = field(default_factory=list)
     needed_tokens: list[int] = field(default_factory=list)
     none_tokens: list[int] = field(default_factory=list)
+    #: The no-memory prompts something was injected on, with what (to read why).
+    none_injected: list[dict[str, Any]] = field(default_factory=list)
     needs: list[dict[str, Any]] = field(default_factory=list)
     compactions: int = 0
 
@@ -340,6 +342,9 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
             key = (session["id"], number)
             if key in quiet:
                 figures.none_tokens.append(tokens)
+                if tokens:
+                    figures.none_injected.append({"session": session["id"], "line": number, "prompt": prompt[:160],
+                                                  "injected": added[:1500]})
             if key in needs:
                 item = needs[key]
                 figures.needed_tokens.append(tokens)
@@ -406,6 +411,7 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
         "by_role": dict(by_role),
         "by_type": dict(Counter(m["type"] for m in stored)),
         "needs": needs,
+        "injected_on_no_memory_prompts": figures.none_injected,
         "sample": [{"content": m["content"], "type": m["type"], "importance": m["importance"], "origin": origin(m),
                     "junk_estimate": looks_like_junk(m["content"])} for m in sample],
     }
