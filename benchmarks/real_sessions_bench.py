@@ -23,8 +23,11 @@ Printed and written to ``results/real_sessions.json``:
 * **stored**: labelled items present in memory (any non-transcript memory holding one of the
   item's ``match`` alternatives) when a prompt needing them is replayed;
 * **injected when needed**: the item is in the context the model has at that prompt: the
-  session's block (``SessionStart``, or the one re-injected after the last compaction) or this
-  prompt's ``UserPromptSubmit`` block; and by the prompt hook alone;
+  session's block (``SessionStart``, or the one re-injected after the last compaction), a block
+  an earlier prompt of the session got since then (still in the conversation), or this prompt's
+  ``UserPromptSubmit`` block; by this prompt's hook alone (``by_prompt_hook``), and by the prompt
+  hooks since the session's block (``by_prompt_hooks``). **Stored as a note**: the item is in a
+  memory recall can show (not only in an episode's list of prompts or a snapshot);
 * **memories per prompt** (transcript rows apart), by the role they came from;
 * **injected tokens**: mean / max per prompt, on prompts that need memory and on those that
   need none (labelled ``no_memory_prompts``), and how often something was injected there;
@@ -69,6 +72,9 @@ USER = "real-sessions"
 #: Prompts of a session that never compacts after which a compaction is replayed.
 COMPACT_EVERY = 40
 SAMPLE = 60
+#: Memory types recall never shows in a block (an episode lists the session's prompts, a snapshot the
+#: task at compaction): an item found only there is stored, not stored as a note.
+NOT_NOTES = ("EPISODE", "SNAPSHOT")
 
 #: User entries Claude Code or the harness wrote, not the person typing.
 WRAPPERS = ("<local-command", "Caveat:", "[Request interrupted", "<system-reminder>", "<task-notification>",
@@ -227,7 +233,7 @@ def memories(home: Path) -> list[dict[str, Any]]:
     con.row_factory = sqlite3.Row
     try:
         rows = con.execute("SELECT id, content, type, importance, created_at, superseded_by, metadata, project "
-                           "FROM memories WHERE deleted = 0 AND type != 'transcript' AND user_id = ?",
+                           "FROM memories WHERE deleted = 0 AND UPPER(type) != 'TRANSCRIPT' AND user_id = ?",
                            (USER,)).fetchall()
     finally:
         con.close()
@@ -271,6 +277,8 @@ class Figures:
     injected_tokens: list[int] = field(default_factory=list)
     needed_tokens: list[int] = field(default_factory=list)
     none_tokens: list[int] = field(default_factory=list)
+    #: The no-memory prompts something was injected on, with what (to read why).
+    none_injected: list[dict[str, Any]] = field(default_factory=list)
     needs: list[dict[str, Any]] = field(default_factory=list)
     compactions: int = 0
 
@@ -285,6 +293,7 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
     figures.sessions += 1
     base = {"session_id": sid, "transcript_path": str(transcript), "cwd": str(cwd), "permission_mode": "default"}
     block = plugin.fire("SessionStart", {**base, "source": "startup"})
+    earlier: list[str] = []  # the prompt blocks injected since the session's block: still in the conversation
     tool_uses: dict[str, dict[str, Any]] = {}
     last_reply, open_turn, since_compact, just_compacted = "", False, 0, False
     with transcript.open("w", encoding="utf-8") as out:
@@ -316,7 +325,7 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
             logged = is_compaction(entry, prompt)
             if (logged and not just_compacted) or since_compact >= COMPACT_EVERY:
                 block = compact(plugin, base, figures)
-                since_compact, just_compacted = 0, True
+                since_compact, just_compacted, earlier = 0, True, []
             if logged or prompt is None:
                 continue
             just_compacted = False
@@ -333,6 +342,9 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
             key = (session["id"], number)
             if key in quiet:
                 figures.none_tokens.append(tokens)
+                if tokens:
+                    figures.none_injected.append({"session": session["id"], "line": number, "prompt": prompt[:160],
+                                                  "injected": added[:1500]})
             if key in needs:
                 item = needs[key]
                 figures.needed_tokens.append(tokens)
@@ -341,9 +353,14 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
                 figures.needs.append({
                     "item": item["id"], "kind": item["kind"], "session": session["id"], "line": number,
                     "stored": bool(stored), "stored_current": any(not m["superseded_by"] for m in stored),
-                    "in_context": matches(f"{block}\n{added}", item["match"]),
-                    "by_prompt_hook": matches(added, item["match"]), "tokens": tokens, "prompt": prompt[:160],
+                    "stored_as_note": any(m["type"] not in NOT_NOTES for m in stored),
+                    "in_context": matches("\n".join([block, *earlier, added]), item["match"]),
+                    "in_earlier_block": matches("\n".join(earlier), item["match"]),
+                    "by_prompt_hook": matches(added, item["match"]),
+                    "by_prompt_hooks": matches("\n".join([*earlier, added]), item["match"]), "tokens": tokens, "prompt": prompt[:160],
                     "injected": added[:1500]})
+            if added:
+                earlier.append(added)
         if open_turn:
             plugin.fire("Stop", {**base, "stop_hook_active": False, "last_assistant_message": last_reply})
         plugin.fire("SessionEnd", {**base, "reason": "other"})
@@ -377,8 +394,11 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
             "items_stored_pct": round(100 * len(items_stored) / max(1, len({x['item'] for x in needs})), 1),
             "injected_when_needed_pct": round(100 * sum(x["in_context"] for x in needs) / n, 1),
             "injected_by_prompt_hook_pct": round(100 * sum(x["by_prompt_hook"] for x in needs) / n, 1),
+            "injected_by_prompt_hooks_pct": round(100 * sum(x.get("by_prompt_hooks", False) for x in needs) / n, 1),
+            "needs_stored_as_note_pct": round(100 * sum(x.get("stored_as_note", False) for x in needs) / n, 1),
             "memories": len(stored),
             "memories_per_prompt": round(len(stored) / max(1, figures.prompts), 2),
+            "notes_per_prompt": round(sum(m["type"] not in NOT_NOTES for m in stored) / max(1, figures.prompts), 2),
             "junk_estimate_pct": round(100 * len(junk) / max(1, len(stored)), 1),
             "mean_injected_tokens": mean(figures.injected_tokens),
             "max_injected_tokens": max(figures.injected_tokens, default=0),
@@ -391,6 +411,7 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
         "by_role": dict(by_role),
         "by_type": dict(Counter(m["type"] for m in stored)),
         "needs": needs,
+        "injected_on_no_memory_prompts": figures.none_injected,
         "sample": [{"content": m["content"], "type": m["type"], "importance": m["importance"], "origin": origin(m),
                     "junk_estimate": looks_like_junk(m["content"])} for m in sample],
     }

@@ -74,10 +74,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..extraction.signals import session_cue
 from ..limits import LimitsConfig, clip_content
 from ..models import Turn
 from ..text.redaction import redact
-from .evidence import evidence_kind
+from .evidence import evidence_kind, is_session_turn
 from .gate import Gate, GateResult
 
 __all__ = ["CAPTION_KEYS", "Admission", "admit", "redact_context", "redact_turn"]
@@ -143,4 +144,9 @@ def admit(turn: Turn | Mapping[str, Any], context: Sequence[str], gate: Gate, *,
     kind = evidence_kind(clean)
     if kind is not None:
         return Admission(clean, recent, GateResult(0.0, False, {}), kind)
-    return Admission(clean, recent, gate.score(clean.content, recent))
+    verdict = gate.score(clean.content, recent)
+    if not verdict.passed and clean.role == "user" and is_session_turn(clean) and session_cue(clean.content):
+        # a coding prompt is terse and lower-case ("install gh (CLI)", "always verify and run hooks"):
+        # the chat signals miss it, what it says lasts; the extractor still keeps only statements
+        verdict = GateResult(max(verdict.score, gate.threshold), True, {**verdict.signals, "session": gate.threshold})
+    return Admission(clean, recent, verdict)

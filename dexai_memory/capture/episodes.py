@@ -320,7 +320,8 @@ def episode_id(session_id: str | None, entries: Sequence[Mapping[str, Any]]) -> 
 
 
 #: A stretch with no artifact (no file edited, command run, commit, fix) becomes an episode only from
-#: this many prompts on: a short exchange ("remember that I prefer pnpm") is already kept as its facts.
+#: this many distinct prompts of three words or more on: a short exchange ("remember that I prefer
+#: pnpm") is already kept as its facts, and "hi", "whoami", "/exit" repeated tell nothing.
 MIN_DISCUSSION_PROMPTS = 3
 
 
@@ -331,7 +332,8 @@ def build_episode(entries: Sequence[Mapping[str, Any]], session_id: str | None) 
 
     artifacts, prompts = artifacts_of(entries)
     artifacts, prompts = redact_all(artifacts), redact_all(prompts)
-    if not any(artifacts.values()) and len(prompts) < MIN_DISCUSSION_PROMPTS:
+    said = {" ".join(p.split()).lower() for p in prompts if len(p.split()) > 2}  # "hi", "/exit", "whoami" say nothing
+    if not any(artifacts.values()) and len(said) < MIN_DISCUSSION_PROMPTS:
         return None
     title, summary, compressed, index, full = forms_of(prompts, artifacts)
     stamps = [str(e["timestamp"]) for e in entries if isinstance(e.get("timestamp"), str)]

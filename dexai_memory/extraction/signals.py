@@ -73,7 +73,7 @@ from ..text.words import split_words
 
 __all__ = [
     "NOVELTY_MIN_SCORE", "STATEMENT_ONLY", "WEIGHTS", "GateResult", "SignalScorer", "is_filler",
-    "is_question_or_request", "regex_entities",
+    "is_question_or_request", "regex_entities", "session_cue",
 ]
 
 #: Score added by each signal; novelty is multiplied by its weight.
@@ -451,6 +451,30 @@ def regex_entities(text: str) -> list[str]:
         if words:
             found.append(" ".join(words))
     return list(dict.fromkeys(found))
+
+
+#: What a coding session's user says that lasts, in the terse lower-case words prompts are typed in:
+#: a standing order ("always verify and run hooks", "never commit without signing", "ignore lack of
+#: backup config", "prompt me for sudo", "lets be cautious"), what they use, have or want ("I use hyper
+#: v", "I only want one version, preferably brew", "I dont want unlock to be only a password"), and an
+#: order that changes what is installed or set up ("install gh (CLI)", "disable and uninstall the
+#: cellular modules of slate", "move the files into projects/Zima", "call it Claude Tmux").
+_SESSION_CUE = re.compile(
+    r"\b(?:always|never|from now on|by default|every time|whenever|preferabl[ye]|perferabl[ye]|instead of|rather than|"
+    r"make sure|be sure|be careful|be cautious|careful with)\b|"
+    r"(?:^|[.!?,;]\s*|\b(?:yes|ok|okay|and|also|then)\s+)(?:please\s+)?(?:ignore|install|reinstall|uninstall|remove|disable|"
+    r"enable|configure|config|set up|setup|move|rename|migrate|switch to|replace|purge|call it|name it|"
+    r"(?:prompt|ask) me|let'?s be|lets be)\b|"
+    r"\bI\s+(?:only\s+|really\s+|always\s+|never\s+)?(?:use|have|run|own|want|need|prefer|dont want|don'?t want|do not want|"
+    r"sign in|log in|work)\b",
+    re.I)
+
+
+def session_cue(text: str) -> bool:
+    """Whether a coding session's user prompt says something that lasts (a standing order, what
+    the user uses, has or wants, an order that installs, removes or sets up something): read by
+    the extractor even when the gate's chat signals (names, dates, possessives) score it low."""
+    return bool(_SESSION_CUE.search(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,10 @@ DEFAULT_POOL = 40
 BUDGET_POOL = 100
 #: Relevance floor of budget mode (recall_block): "some evidence at all".
 BUDGET_MODE_FLOOR = 0.15
+#: Relevance floor of auto-recall on an on-topic follow-up (the prompt shares most of its words with
+#: the last messages, which in a coding session hold tool output): a clear match only, "cosine >=
+#: 0.34, or two distinct content words shared" (see the module docstring).
+CONTINUATION_FLOOR = 0.6
 #: Weights of the final ranking score.
 W_RELEVANCE, W_RANK, W_IMPORTANCE, W_RECENCY = 0.70, 0.15, 0.10, 0.05
 #: The same for budget mode: the provider's fused rank leads (the thresholded relevance saturates
@@ -394,10 +398,15 @@ async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent:
     if not cfg.enabled or limit == 0:
         return RecallResult(skipped_reason="disabled", latency_ms=(time.perf_counter() - t0) * 1000)
     go, why = needs_recall(prompt, recent, skip_on_continuation=cfg.skip_on_continuation)
+    floor = cfg.relevance_threshold
+    if not go and why == "continuation" and not _CONTINUATION.match(prompt):
+        # an on-topic follow-up ("do sync", "pre-commit and push") still needs the standing
+        # instructions and facts it touches: searched, but only a clear match is shown
+        go, floor = True, max(floor, CONTINUATION_FLOOR)
     if not go:
         return RecallResult(skipped_reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
     result = await recall_block(provider, user_id, prompt, settings, project=project, max_memories=limit,
-                                max_tokens=max_tokens or cfg.max_tokens, threshold=cfg.relevance_threshold,
+                                max_tokens=max_tokens or cfg.max_tokens, threshold=floor,
                                 recent=recent, exclude_ids=exclude_ids, now=now, as_of=as_of)
     if record_retrieval and result.memories:
         await cast("MemoryProvider", provider).record_retrieval(result.memory_ids, user_id=user_id)

@@ -6,23 +6,21 @@ speaker, with relative dates resolved against the turn's timestamp::
     Caroline (8 May 2023): "I went to a LGBTQ support group yesterday."
     -> "Caroline went to a LGBTQ support group on 7 May 2023."  (EVENT, 2023-05-07)
 
-Per turn: redact secrets, split into sentences, drop filler and pure
-questions (a leading statement clause of a question is kept), resolve dates,
-rewrite pronouns (I/me/my/mine/myself/I'm/I've/I'll/I'd -> the speaker;
-you/your -> the other speaker when known; we/us/our -> the speaker and the
-other speaker, or the speaker's family/group), classify the type, score the
+Per turn: redact secrets, split into sentences, drop filler and pure questions (a leading
+statement clause of a question is kept), resolve dates, rewrite pronouns (I/me/my/... -> the
+speaker; you/your -> the other speaker when known; we/us/our -> both, or the speaker's
+family/group), classify the type, score the
 importance (1-10) with the heuristic gate, and attach a commitment (what,
-who, due date) to promises and reminders. A short answer to the previous
-speaker's question is kept together with that question. An image caption in
-``turn.metadata["caption"]`` becomes "<speaker> shared a photo of ...".
+who, due date) to promises and reminders. A short answer to the previous speaker's question is
+kept with that question. A caption in ``turn.metadata["caption"]`` becomes "<speaker> shared a
+photo of ...".
 
 The session's user
 ------------------
-The user of an assistant session (a turn with role ``user`` and no speaker
-name, as the Claude Code hooks send it) speaks to an agent about their work
-and life; their sentences are read with rules of their own, each note a
-clean, self-contained sentence that keeps their exact names, paths, numbers
-and `commands`:
+The user of an assistant session (a turn with role ``user`` and no speaker name, as the Claude
+Code hooks send it) speaks to an agent about their work and life; their sentences are read with
+rules of their own, each note a clean, self-contained sentence that keeps their exact names,
+paths, numbers and `commands`:
 
 * **warnings** ("Never ...", "Don't ...", "Avoid ...", "Careful with ...",
   "Watch out: ...", "Heads up: ...", and statements of a hazard: "X crashes
@@ -75,7 +73,7 @@ from ...text.dates import ResolvedDate, find_dates, format_day, is_future, rewri
 from ...text.output import output_line, prose_lines
 from ...text.redaction import redact
 from ..base import Extractor
-from ..signals import SignalScorer, is_filler, regex_entities
+from ..signals import SignalScorer, is_filler, regex_entities, session_cue
 from ..wording import date_as_subject, gerund_subject
 from ..wording import reported as reported_speech
 from .pronouns import Rewriter, possessive, session_grammar
@@ -113,16 +111,19 @@ from .sentences import (
     upper_first,
 )
 from .session_rules import (
+    ANSWER_LEAD,
     ASK_YOU,
     BEFORE_WE_START,
     CHANGE_ORDER,
     CHATTER,
     DECISION_IMPORTANCE,
+    DRAWN,
     FORWARD_CUE,
     FRAMING,
     GOAL_IMPORTANCE,
     HAZARD,
     LABEL,
+    LETS_BE,
     PAST_VERB,
     PAST_WORDS,
     RECURRING,
@@ -133,7 +134,9 @@ from .session_rules import (
     SESSION_FLOORS,
     SESSION_MAX_IMPORTANCE,
     SESSION_PREFERENCE,
+    THING_ORDER,
     TO_VERB,
+    TRAILING_ORDER,
     VAGUE_SUBJECT,
     WARNING_IMPORTANCE,
     goal_body,
@@ -281,7 +284,9 @@ class OfflineExtractor(Extractor):
             if statement is None:
                 return None
             sentence = statement
-        if len(content_words(sentence)) < self.min_content_words and not SELF_STATE.match(sentence):
+        sentence = re.sub(r"\b([Dd])ont\b", r"\1on't", re.sub(r"\bIm\b", "I'm", sentence))
+        if len(content_words(sentence)) < self.min_content_words and not SELF_STATE.match(sentence) \
+                and not THING_ORDER.match(sentence):  # "install gh (CLI)": short, and it lasts
             return None
         sentence = re.sub(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b", r"I want to be reminded \1",
                           sentence, flags=re.I)
@@ -345,7 +350,7 @@ class OfflineExtractor(Extractor):
         lines = sum(1 for line in text.split("\n") if line.strip())
         listed = lines >= 3
         for raw in split_sentences(text):
-            if output_line(raw.strip()) or symbol_heavy(raw):
+            if output_line(raw.strip()) or symbol_heavy(raw) and not THING_ORDER.match(raw.strip()):
                 kept = False
                 continue
             if kept and self._continues(raw) and len(notes[-1].content) < 240:
@@ -366,9 +371,15 @@ class OfflineExtractor(Extractor):
         module doc); ``listed``: the sentence is one line of a list (three lines or more);
         ``pasted``: of a long one (six or more), where only what the user says of themselves or
         the team is theirs."""
-        if raw.rstrip().endswith(":"):
-            return None  # a heading or the lead-in of a list: "Install all necessary tools:"
-        sentence = clean_sentence(raw, keep_code=True)
+        if raw.rstrip().endswith(":") or DRAWN.match(raw):
+            return None  # a heading or the lead-in of a list ("Install all necessary tools:"), a drawn line
+        sentence = ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True))
+        if LETS_BE.match(sentence):  # "lets be cautious and verify at each step": how to work
+            sentence = upper_first(LETS_BE.sub("be", sentence))
+        trailing = TRAILING_ORDER.search(sentence)
+        if trailing is not None and not sentence.endswith("?"):
+            # "complete the commit, always verify and run hooks": the request is for now, the order stands
+            sentence = upper_first(re.sub(r"^and\s+", "", trailing.group("order"), flags=re.I))
         while True:  # "Remember this: ...", "FYI, ...": the label is not part of the fact
             label = LABEL.match(sentence)
             if label is None or not label.group("body").strip():
@@ -379,7 +390,9 @@ class OfflineExtractor(Extractor):
         sentence = BEFORE_WE_START.sub("", sentence).strip()
         if not sentence or FRAMING.match(sentence.rstrip(".!")):
             return None
-        if len(content_words(sentence)) < self.min_content_words and not SELF_STATE.match(sentence):
+        sentence = re.sub(r"\b([Dd])ont\b", r"\1on't", re.sub(r"\bIm\b", "I'm", sentence))
+        if len(content_words(sentence)) < self.min_content_words and not SELF_STATE.match(sentence) \
+                and not THING_ORDER.match(sentence):  # "install gh (CLI)": short, and it lasts
             return None
         if not sentence.endswith("?") and not (listed and not standing_order(sentence)):
             for category, body in (warning_body(sentence), instruction_body(sentence, anchor)):
@@ -400,7 +413,8 @@ class OfflineExtractor(Extractor):
             sentence = statement
         sentence = REMIND.sub(lambda m: f"I want to be reminded {m.group(1) or m.group(2)}", sentence)
         change = CHANGE_ORDER.match(sentence)
-        if change is not None and (regex_entities(sentence) or re.search(r"[/\\]|\b[A-Z]{2,}\b", sentence)):
+        if change is not None and (THING_ORDER.match(sentence) or regex_entities(sentence)
+                                   or re.search(r"[/\\]|\b[A-Z]{2,}\b|\s--?[a-z]", sentence)):
             # "remove all trace of RDP": what the user had changed on a named thing stays true
             return self._fact_note(f"The user asked to {lower_first(sentence, (), sentence)}", turn, rewrite, anchor,
                                    category="decision", floor=DECISION_IMPORTANCE, past=True, stamp=True)
@@ -473,7 +487,8 @@ class OfflineExtractor(Extractor):
             content = content[:-1] + f" (on {format_day(anchor.date())})."
         entities = tuple(dict.fromkeys(([name] if first_person else []) + regex_entities(dated)))
         verdict = self.gate.score(sentence)
-        if category is None and verdict.score < self.gate.threshold and len(split_sentences(turn.content)) > 1:
+        if category is None and verdict.score < self.gate.threshold and len(split_sentences(turn.content)) > 1 \
+                and not session_cue(sentence):
             # the sentence alone would not pass the gate: chatter inside a longer turn (a one-sentence
             # turn passed the gate already, with its context: "Emil's birthday is on 8 October.")
             return None

@@ -54,8 +54,19 @@ ASK_YOU = re.compile(
 #: trace of RDP", "disable the cellular module", "move the files into projects/Zima"): kept, dated,
 #: as what the user had done (when it names something: a name, an acronym, a path).
 CHANGE_ORDER = re.compile(
-    r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+)*(?:uninstall|remove|disable|enable|delete|purge|move|"
-    r"rename|migrate|switch|replace|block|unblock|deprecate|drop)\s+(?:all\s+)?(?:traces?\s+of\s+)?\S",
+    r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+|ssh\s+(?:in)?to\s+\S+\s+and\s+)*"
+    r"(?:(?:uninstall|remove|disable|enable|delete|purge|move|rename|migrate|switch|replace|block|unblock|deprecate|"
+    r"drop|install|reinstall|set up|configure|config)(?:\s+and\s+(?=\w+\s))?)+\s+(?:all\s+)?(?:traces?\s+of\s+)?\S",
+    re.I,
+)
+#: Orders whose object is a thing to have or not have ("install gh", "disable the cellular modules"):
+#: kept whatever the object's case; the others ("move the tests", "replace the loop") only when they
+#: name something (a name, an acronym, a path).
+THING_ORDER = re.compile(
+    r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+|ssh\s+(?:in)?to\s+\S+\s+and\s+)*"
+    r"(?:uninstall|remove|disable|enable|purge|install|reinstall|set up|configure|config)\b"
+    r"(?:\s+and\s+(?:uninstall|remove|disable|enable|purge|install|reinstall)\b)?"
+    r"\s+(?!(?:it|this|that|them|these|those|via|with|from|using|again|anything|everything|something)\b)\S",
     re.I,
 )
 _DECISION = re.compile(
@@ -82,7 +93,8 @@ _WARNING_LEAD = re.compile(
 #: A standing instruction said whole ("Always ...", "From now on, ...", "When you ..., ...").
 _STANDING_LEAD = re.compile(
     r"^(?:please\s+)?(?:always|make sure|be sure|from now on|going forward|from here on|whenever|"
-    r"when(?:ever)? you|every time|each time|by default|default to|remember to|prefer)\b",
+    r"when(?:ever)? you|every time|each time|by default|default to|remember to|prefer|(?:prompt|ask) me\s+(?:for|before|"
+    r"when|to)|be (?:cautious|careful)|ignore)\b",
     re.I,
 )
 #: A scope in front of an instruction ("In the changelog, group ...").
@@ -166,7 +178,8 @@ SESSION_COMMITMENT = re.compile(
 
 REMIND = re.compile(r"^(?:please\s+)?(?:remind|ping|nudge)\s+me\s+(to|about|that)\b|"
                     r"^(?:please\s+)?don'?t\s+let\s+me\s+forget\s+(to|about|that)\b", re.I)
-SESSION_PREFERENCE = re.compile(r"\bI(?:'d| would)\s+(?:rather|like)\b(?!\s+to\b)|\bI(?:'m| am)\s+(?:a\s+)?"
+SESSION_PREFERENCE = re.compile(r"\bI\s+(?:only\s+want|(?:dont|don'?t|do not)\s+want)\b|\b(?:preferabl[ye]|perferabl[ye])\b|"
+                                r"\bI(?:'d| would)\s+(?:rather|like)\b(?!\s+to\b)|\bI(?:'m| am)\s+(?:a\s+)?"
                                 r"(?:vegetarian|vegan)\b", re.I)
 RECURRING = re.compile(r"\b(?:birthday|anniversary|every|each|weekly|daily|monthly|yearly|annual)\b", re.I)
 #: A sentence about the past (its "on Friday" is the last Friday); else the session's user means the coming one.
@@ -187,6 +200,15 @@ FRAMING = re.compile(
     re.I,
 )
 BEFORE_WE_START = re.compile(r",?\s*before (?:we|I) (?:start|begin|get started|dive in|go on|continue)\b", re.I)
+
+
+#: An answer's lead ("yes, ...", "ok, lets ...") and "let's be ...": not part of the statement.
+ANSWER_LEAD = re.compile(r"^(?:(?:yes|yep|yeah|ok|okay|sure|right|great|good|cool|perfect|and|also|so)\b[,.!]?\s+)+(?=\S)", re.I)
+LETS_BE = re.compile(r"^let'?s\s+be\b|^lets\s+be\b", re.I)
+#: A standing order after a request in one sentence ("complete the commit, always verify and run hooks").
+TRAILING_ORDER = re.compile(r"[,;]\s*(?P<order>(?:and\s+)?(?:always|never|don'?t|do not|make sure|be sure)\b.+)$", re.I)
+#: A line Claude Code drew (a tool call marker, a box) or a bare URL or domain: pasted, not said.
+DRAWN = re.compile(r"^\s*[⏺⎿│├└┌┐┘┴┬─═║╭╮╯╰▶►•●◆■□✓✔✗✘]|^\s*(?:https?://)?[\w-]+(?:\.[\w-]+)+/?\.?\s*$")
 
 
 def warning_body(sentence: str) -> tuple[str | None, str]:
