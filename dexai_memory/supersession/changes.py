@@ -239,7 +239,9 @@ def frame_change(new_fact: str, memory: str) -> FrameChange | None:
     frame = (new_words & old_words) - CHANGE_VERBS
     added = new_words - old_words - CHANGE_VERBS
     removed = old_words - new_words
-    if len(frame) < 2 or not added or not removed:
+    # besides the subject, the frame holds at least half of the shorter statement's other words
+    others = min(len(new_words), len(old_words)) - 1
+    if len(frame) < 2 or len(frame - {_subject(new_order)}) < max(1, others // 2) or not added or not removed:
         return None
     if marked:
         return FrameChange(True, frame, removed, added)
