@@ -450,7 +450,7 @@ class Miss:
 
 def bench_embedder(name: str) -> Embedder:
     """``--embedder``: minilm (the default ONNX MiniLM) or static (the static table distilled from it,
-    kept in ``benchmarks/.cache``)."""
+    kept in the benchmarks' cache directory)."""
     if name == "static":
         return StaticMiniLMEmbedder(CACHE_DIR / "static-minilm.npz")
     return OnnxMiniLMEmbedder()

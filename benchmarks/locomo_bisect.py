@@ -10,8 +10,8 @@ imported before the checkout's). The checkout's own ``dexai_memory``,
 ``dexai_memory.args`` (the packaged ``memory.yaml``) and ``benchmarks`` are
 imported, whatever an editable install points at, and the MiniLM embedder is
 wrapped by a cache of vectors keyed by the text's SHA-256 in
-``--cache`` (default ``benchmarks/.cache/locomo-minilm.sqlite`` of *this*
-checkout). A full development-split run of the system method then takes ~4
+``--cache`` (default ``locomo-minilm.sqlite`` in the benchmarks' cache directory,
+``$DEXAI_BENCH_CACHE`` else ``${XDG_CACHE_HOME:-~/.cache}/dexai-memory/bench``). A full development-split run of the system method then takes ~4
 minutes instead of ~8 (most note texts are the same from one commit to the
 next). Query latency is not meaningful with the cache (queries hit it too).
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sqlite3
 import sys
 import threading
@@ -28,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CACHE = HERE / ".cache" / "locomo-minilm.sqlite"
+#: the same directory as ``benchmarks.common.CACHE_DIR`` (not imported: see above)
+DEFAULT_CACHE = Path(os.environ.get("DEXAI_BENCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                     / "dexai-memory" / "bench") / "locomo-minilm.sqlite"
 
 
 def _import_checkout(root: Path) -> None:

@@ -31,7 +31,7 @@ Methods:
 Split: questions whose ``question_id`` sorts in the first half of the data's
 ids are development (``--split dev``, the default); the second half is held
 out (``--split holdout``): do not tune on it. Turn embeddings are cached on
-disk (``benchmarks/.cache``, keyed by model and text) so a second run only
+disk (the benchmarks' cache directory, keyed by model and text) so a second run only
 embeds the queries.
 
 Data: ``shared/bench/longmemeval/s`` beside the checkout (one JSON file per
@@ -193,7 +193,7 @@ class DiskPrimedEmbedder(PrimedEmbedder):
     """A :class:`PrimedEmbedder` whose primed texts are kept on disk between runs (queries never are).
 
     The file holds one float32 vector per (model, text) pair, keyed by the
-    SHA-256 of the text, in ``benchmarks/.cache/longmemeval-<model>.sqlite``.
+    SHA-256 of the text, in ``longmemeval-<model>.sqlite`` in the benchmarks' cache directory.
     :meth:`forget` drops the in-memory copy between questions.
     """
 

@@ -4,7 +4,7 @@ daemon memory from 1k to 1M memories, for one user and for many users of 10k eac
 Each size runs in a fresh subprocess (so its memory figure is its own):
 
 * the database: ``benchmarks/standin.py`` (synthetic memories, stand-in vectors
-  with MiniLM's id and spread; built once and cached in ``benchmarks/.cache``);
+  with MiniLM's id and spread; built once and cached in the benchmarks' cache directory);
   its build rate through ``NativeProvider.add_many`` is the bulk **ingest rate**
   (stand-in vectors: the embedder's own cost is ``vectors_bench``'s subject), and
   the rate of adding 500 more memories to the full store one ``add`` at a time

@@ -14,7 +14,7 @@ Measures, per size, for one user:
 Targets (2 cores, in-process): hybrid p95 <= 15 ms at 10k, <= 40 ms at 100k.
 
 Embedding 100k texts takes many minutes on 2 cores, so the embedded databases
-are built once and cached under ``benchmarks/.cache/`` keyed by size, seed,
+are built once and cached under the benchmarks' cache directory (``benchmarks.common.CACHE_DIR``) keyed by size, seed,
 generator version and model (with the insert timing of the build kept next to
 them). ``--rebuild`` ignores the cache. ``--quick``: 1k memories, 20 queries,
 no cache.

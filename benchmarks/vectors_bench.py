@@ -7,13 +7,13 @@ offline extractor):
 * ``minilm``: the default, MiniLM int8 ONNX for every note and raw turn;
 * ``minilm-int8-bulk``: ``embedding.bulk_model: int8``, the bulk vectors from MiniLM on int8
   activations (:func:`dexai_memory.embeddings.build_bulk_model`; built once, ~4 s, kept in
-  ``benchmarks/.cache``; its build time is reported apart); LoCoMo with ``locomo_bench --ingest cli
+  the benchmarks' cache directory; its build time is reported apart); LoCoMo with ``locomo_bench --ingest cli
   --system-config "embedding: {bulk_model: int8}"``;
 * ``minilm-no-transcripts``: ``search.embed_transcripts: false`` (raw turns
   archived in L3 are found by BM25 only);
 * ``static``: ``embedding.backend: static-minilm``, the static table distilled
   from MiniLM (:func:`dexai_memory.embeddings.build_static_table`; built once,
-  ~40 s, and kept in ``benchmarks/.cache``; its build time is reported apart).
+  ~40 s, and kept in the benchmarks' cache directory; its build time is reported apart).
 
 Also ``dexai memory import --vectors now`` of 10,000 synthetic memories (``benchmarks.synthetic``),
 ``minilm`` against ``minilm-int8-bulk`` (target: well under a minute).
