@@ -99,7 +99,7 @@ def facts(click_ctx: click.Context, category: str | None, limit: int, ctx: Conte
 @click.option("--pin", is_flag=True, help="Pin it too (at most lifecycle.max_pins).")
 @common_options
 def add(text: str, category: str, pin: bool, ctx: Context) -> None:
-    """Remember TEXT by hand (confidence 0.6; saying it again adds 0.15), through supersession:
+    """Remember TEXT by hand (confidence 0.6; saying it again adds 0.25), through supersession:
     a repeat is counted, a change replaces the older statement.
 
     TEXT holds at most limits.max_memory_chars characters (2000); a longer text is refused, not cut.

@@ -128,7 +128,7 @@ tier_option = click.option("--tier", "tiers", multiple=True, type=click.Choice([
               help=f"Memory type: {', '.join(TYPE_NAMES)}.")
 @click.option("--importance", "-i", type=click.IntRange(1, 10), default=5, show_default=True, help="1-10.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=MANUAL_CONFIDENCE, show_default=True,
-              help="0-1 (added by hand: 0.6; each repetition adds 0.15).")
+              help="0-1 (added by hand: 0.6; each repetition adds 0.25).")
 @click.option("--pin", is_flag=True, help="Pin it: always in the profile, never archived (at most lifecycle.max_pins).")
 @click.option("--source", "sources", multiple=True, help="Provenance: id of the turn it came from (repeatable).")
 @click.option("--session", default=None, help="Session id.")

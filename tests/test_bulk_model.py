@@ -88,7 +88,7 @@ def test_without_onnx_bulk_work_uses_the_exact_model(tmp_path: Path, monkeypatch
     with caplog.at_level(logging.WARNING, logger="dexai_memory.embeddings"):
         got = bulk.embed_batch(TEXTS)
     assert bulk.quantized is False and not (tmp_path / "bulk.onnx").exists()
-    assert "pip install onnx" in caplog.text and "exact MiniLM" in caplog.text
+    assert "pip install 'dexai-memory[bulk-int8]'" in caplog.text and "exact MiniLM" in caplog.text
     np.testing.assert_allclose(got, OnnxMiniLMEmbedder().embed_batch(TEXTS), atol=2e-5)
 
 

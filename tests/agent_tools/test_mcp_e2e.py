@@ -16,6 +16,7 @@ from dexai_memory.daemon.control import stop
 from dexai_memory.demo.claude_cli import ClaudeRun
 from dexai_memory.demo.fakeapi import FakeMessagesAPI, Reply, ToolUse, last_user_text
 from dexai_memory.embeddings import Embedder
+from dexai_memory.models import MemoryType
 from dexai_memory.providers.native import NativeProvider
 from testing.plugin_check import validate_plugin
 
@@ -64,7 +65,8 @@ async def test_the_model_remembers_through_the_plugin_mcp_server(tmp_path: Path,
         assert results[0]["content"][0]["text"].startswith("Remembered as m_")
 
         async with NativeProvider(isolated_home / "memory.db", embedder=embedder) as store:
-            stored = await store.list(user_id="alice")
+            stored = [m for m in await store.list(user_id="alice")
+                      if m.type is not MemoryType.SNAPSHOT]  # the session's final snapshot (SessionEnd)
         assert [(m.content, m.metadata["category"], m.metadata["source"]) for m in stored] == [
             (FACT, "preference", "remember_tool")]
         assert stored[0].session_id == first.session_id

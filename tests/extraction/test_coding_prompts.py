@@ -36,6 +36,10 @@ def notes_of(text: str) -> list[tuple[str, str]]:
     ("yes, lets be cautious and verify at each step", ("INSIGHT", "Be cautious and verify at each step.")),
     ("please run the audit.  please prompt me for sudo tool calls", ("INSIGHT", "Prompt the user for sudo tool calls.")),
     ("complete the commit, always verify and run hooks.", ("INSIGHT", "Always verify and run hooks.")),
+    ("push it, never force push to main", ("INSIGHT", "Never force push to main.")),
+    # a statement with its own subject is not a request: its trailing "never ..." stays part of it
+    ("We decided src/billing/invoice.py must round with Decimal, never float.",
+     ("FACT", "The team decided src/billing/invoice.py must round with Decimal, never float.")),
     ("fix the brew npm confusion.  I only want one version of you, preferably brew",
      ("PREFERENCE", "The user only wants one version of you, preferably brew.")),
     ("I dont want unlock to be only a alphanum password",

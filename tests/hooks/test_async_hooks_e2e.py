@@ -111,7 +111,8 @@ def test_git_checkout_brings_what_is_known_about_the_branch_on_the_next_request(
                    env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
                         "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"})
     mem_home.mkdir(parents=True, exist_ok=True)
-    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    (mem_home / "memory.yaml").write_text(  # the block brings neither facts nor the last session's snapshot
+        "persistent_context:\n  enabled: false\nl1_block:\n  session_tokens: 0\n")
     prompt = "Switch to the branch we talked about."
     users_daemon(mem_home)  # autostart off: the user runs the daemon
     with FakeMessagesAPI() as api:

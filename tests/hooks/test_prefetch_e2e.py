@@ -91,7 +91,8 @@ def test_a_decision_about_a_file_comes_back_when_a_later_session_opens_it(
     source.parent.mkdir(parents=True)
     source.write_text("def total(lines):\n    return sum(float(x) for x in lines)\n")
     mem_home.mkdir(parents=True, exist_ok=True)
-    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    (mem_home / "memory.yaml").write_text(  # the block brings neither facts nor the last session's snapshot
+        "persistent_context:\n  enabled: false\nl1_block:\n  session_tokens: 0\n")
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=autostart)
         run(DECISION).check()
@@ -124,7 +125,8 @@ def test_a_failing_command_brings_the_known_fix_through_post_tool_use_failure(
     prompt = "Run the export script."
     command = "python3 -c \"raise ConnectionResetError('Connection reset by peer')\""
     mem_home.mkdir(parents=True, exist_ok=True)
-    (mem_home / "memory.yaml").write_text("persistent_context:\n  enabled: false\n")
+    (mem_home / "memory.yaml").write_text(  # the block brings neither facts nor the last session's snapshot
+        "persistent_context:\n  enabled: false\nl1_block:\n  session_tokens: 0\n")
     users_daemon(mem_home)  # autostart off: the user runs the daemon
     with FakeMessagesAPI() as api:
         run = runner(tmp_path, api, mem_home, autostart=False)

@@ -205,8 +205,11 @@ BEFORE_WE_START = re.compile(r",?\s*before (?:we|I) (?:start|begin|get started|d
 #: An answer's lead ("yes, ...", "ok, lets ...") and "let's be ...": not part of the statement.
 ANSWER_LEAD = re.compile(r"^(?:(?:yes|yep|yeah|ok|okay|sure|right|great|good|cool|perfect|and|also|so)\b[,.!]?\s+)+(?=\S)", re.I)
 LETS_BE = re.compile(r"^let'?s\s+be\b|^lets\s+be\b", re.I)
-#: A standing order after a request in one sentence ("complete the commit, always verify and run hooks").
-TRAILING_ORDER = re.compile(r"[,;]\s*(?P<order>(?:and\s+)?(?:always|never|don'?t|do not|make sure|be sure)\b.+)$", re.I)
+#: A standing order after a request in one sentence ("complete the commit, always verify and run hooks"):
+#: the lead is a request (not a statement with its own subject: "We decided X must round with
+#: Decimal, never float" stays whole) and the order has a verb and its object.
+TRAILING_ORDER = re.compile(r"^(?!(?:we|i|i'm|the|our|my|it|this|that|they|you|he|she|there)\b)[^,;]+[,;]\s*"
+                            r"(?P<order>(?:and\s+)?(?:always|never|don'?t|do not|make sure|be sure)\s+\S+\s+\S.*)$", re.I)
 #: A line Claude Code drew (a tool call marker, a box) or a bare URL or domain: pasted, not said.
 DRAWN = re.compile(r"^\s*[⏺⎿│├└┌┐┘┴┬─═║╭╮╯╰▶►•●◆■□✓✔✗✘]|^\s*(?:https?://)?[\w-]+(?:\.[\w-]+)+/?\.?\s*$")
 
