@@ -141,3 +141,32 @@ def test_python_modules_in_shell_blocks_exist() -> None:
         assert not [m for m in modules if importlib.util.find_spec(m) is None]
     finally:
         sys.path.remove(str(REPO))
+
+
+def test_the_backup_block_runs_as_pasted(tmp_path: Path, isolated_home: Path) -> None:
+    """The README's backup commands, line by line through a shell in a data directory with one memory:
+    each exits 0, ``PATH`` standing for the backup the first line made, and the export comes back."""
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+                 if "dexai memory backup" in b)
+    dexai = Path(sys.executable).with_name("dexai")
+    env = {**os.environ, "DEXAI_MEMORY_HOME": str(isolated_home), "DEXAI_MEMORY_USER": "alice",
+           "DEXAI_DAEMON_AUTOSTART": "0", "DEXAI_EXTRACTOR": "offline",
+           "PATH": os.pathsep.join([str(dexai.parent), os.environ.get("PATH", "")])}
+    subprocess.run(["dexai", "memory", "add", "Alice keeps the release notes in docs/CHANGES.md"], env=env,
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    made = None
+    for line in (ln.split("#")[0].strip() for ln in block.splitlines()):
+        if not line:
+            continue
+        if " PATH" in line:
+            assert made is not None, "restore-backup before any backup"
+            line = line.replace("PATH", str(made))
+        proc = subprocess.run(["bash", "-c", line], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
+        if line == "dexai memory backup":
+            made = next(p for p in (isolated_home / "backups").iterdir() if p.is_dir() or p.suffix == ".db")
+    listed = subprocess.run(["dexai", "memory", "list"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert "docs/CHANGES.md" in listed.stdout
+    assert (tmp_path / "memories.json").exists()
