@@ -32,7 +32,6 @@ from dexai_memory.cli.common import (
     fail,
     parse_as_of,
     progress,
-    run,
 )
 
 
@@ -69,8 +68,7 @@ def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memor
     prompt of a session; with none running, the same recall runs in this process.
 
     With --as-of, recall looks among what was valid at that time (superseded and archived
-    memories included when they were current then), as `list --as-of` and `search --as-of` do;
-    that recall runs in this process (it reads the store, never writes it).
+    memories included when they were current then), as `list --as-of` and `search --as-of` do.
     """
     from dexai_memory.recall.ranking import recall_request
 
@@ -79,10 +77,10 @@ def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memor
     items = [{"query": query}] if query is not None else _read_queries(queries_path)  # type: ignore[arg-type]
     requests = [{"op": "recall", "user_id": ctx.user, "prompt": item["query"], "project": ctx.project,
                  "max_memories": max_memories, "max_tokens": max_tokens} for item in items]
-    if as_of is None:  # one at a time, each printed as it comes
-        replies: Iterator[dict[str, Any]] = (daemon_or_local(ctx, r, recall_request) for r in requests)
-    else:
-        replies = iter(run(_recall_here(ctx, [{**r, "as_of": as_of.isoformat()} for r in requests])))
+    if as_of is not None:
+        requests = [{**r, "as_of": as_of.isoformat()} for r in requests]
+    # one at a time, each printed as it comes
+    replies: Iterator[dict[str, Any]] = (daemon_or_local(ctx, r, recall_request) for r in requests)
     with progress(len(items), "recall", enabled=len(items) > 1 and not ctx.json) as update:
         for item, reply in zip(items, replies, strict=True):
             extra = {k: v for k, v in item.items() if k != "query"}
@@ -98,14 +96,3 @@ def recall(ctx: Context, query: str | None, queries_path: Path | None, max_memor
                 click.echo()
             update(1)
 
-
-async def _recall_here(ctx: Context, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each of ``requests`` answered by :func:`~dexai_memory.recall.ranking.recall_request` on the
-    store opened once in this process."""
-    from dexai_memory.datadir import ensure_home
-    from dexai_memory.providers import make_provider
-    from dexai_memory.recall.ranking import recall_request
-
-    ensure_home(ctx.settings.home)
-    async with make_provider(ctx.settings) as provider:
-        return [await recall_request(provider, ctx.settings, r) for r in requests]

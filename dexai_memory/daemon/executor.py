@@ -48,6 +48,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import DexaiMemoryError
@@ -205,14 +206,15 @@ class EventExecutor:
 
     async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
                      exclude_ids: Sequence[str] = (), max_memories: int | None = None,
-                     max_tokens: int | None = None) -> RecallResult:
+                     max_tokens: int | None = None, as_of: datetime | None = None) -> RecallResult:
         """What auto-recall injects for ``prompt``: the UserPromptSubmit hook, ``dexai memory
-        recall``, the MCP ``recall`` tool and the panel's API all call this. ``max_memories`` /
-        ``max_tokens`` override ``auto_recall``'s settings for one call."""
+        recall``, the MCP ``recall`` tool and the panel's API all call this. ``max_memories`` / ``max_tokens``
+        override ``auto_recall``'s settings for one call; ``as_of``: a look back (not a retrieval)."""
         await self.vectors_ready()
         result = await auto_recall(self.daemon.provider, user_id, prompt, recent, self.settings, project=project,
-                                   exclude_ids=exclude_ids, max_memories=max_memories, max_tokens=max_tokens)
-        if result.memories:
+                                   exclude_ids=exclude_ids, max_memories=max_memories, max_tokens=max_tokens,
+                                   as_of=as_of, now=as_of)
+        if result.memories and as_of is None:
             self.daemon.spawn(self.daemon.provider.record_retrieval(result.memory_ids, user_id=user_id),
                               "record-retrieval")
         return result

@@ -456,8 +456,9 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
 
 def recall_args(req: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of a ``recall`` request (``user_id, prompt, project?, recent?,
-    exclude_ids?, max_memories?, max_tokens?``), as :func:`auto_recall` and the daemon's
-    executor take them. Raises :class:`KeyError` without ``user_id``."""
+    exclude_ids?, max_memories?, max_tokens?, as_of?``), as :func:`auto_recall` and the daemon's
+    executor take them; ``as_of`` is an ISO date/time (recall among what was valid then). Raises
+    :class:`KeyError` without ``user_id``."""
     def number(key: str) -> int | None:
         value = req.get(key)
         return int(value) if value is not None else None
@@ -465,15 +466,16 @@ def recall_args(req: dict[str, Any]) -> dict[str, Any]:
     return {"user_id": str(req["user_id"]), "prompt": str(req.get("prompt") or ""),
             "recent": [str(t) for t in req.get("recent") or []], "project": req.get("project") or None,
             "exclude_ids": [str(i) for i in req.get("exclude_ids") or []],
-            "max_memories": number("max_memories"), "max_tokens": number("max_tokens")}
+            "max_memories": number("max_memories"), "max_tokens": number("max_tokens"),
+            "as_of": as_utc(req.get("as_of"))}
 
 
 async def recall_request(provider: RecallSource, settings: Settings, req: dict[str, Any]) -> dict[str, Any]:
     """A ``recall`` request (:func:`recall_args`) answered with :func:`auto_recall`
-    (:meth:`RecallResult.to_reply`): what ``dexai memory recall`` runs when no daemon does, and
-    with ``as_of`` (an ISO date/time: recall among what was valid then, recency counted from then)."""
+    (:meth:`RecallResult.to_reply`): what ``dexai memory recall`` runs when no daemon does. A look
+    back (``as_of``) counts recency from then and is not a retrieval."""
     args = recall_args(req)
-    as_of = as_utc(req.get("as_of"))
+    as_of = args["as_of"]
     result = await auto_recall(provider, args.pop("user_id"), args.pop("prompt"), args.pop("recent"), settings,
-                               record_retrieval=as_of is None, as_of=as_of, now=as_of, **args)
+                               record_retrieval=as_of is None, now=as_of, **args)
     return result.to_reply()

@@ -17,7 +17,7 @@ from typing import Any
 from dexai_memory.config import load_settings
 from dexai_memory.daemon import MemoryDaemon
 from dexai_memory.embeddings import Embedder
-from dexai_memory.models import Memory, MemoryType
+from dexai_memory.models import Memory, MemoryType, utcnow
 from dexai_memory.providers.native import NativeProvider
 from tests.hook_daemon import running_daemon
 
@@ -99,3 +99,27 @@ async def test_a_bad_store_request_is_a_clear_error(isolated_home: Path, embedde
                 ({"name": "resolve", "user_id": U, "contradiction_id": "7"}, "contradiction_id (a number)")):
             reply = await asyncio.to_thread(ipc_request, settings.socket_path, {"op": "store.run", **request}, 10)
             assert reply is not None and reply["ok"] is False and error in reply["error"], reply
+
+
+async def test_recall_as_of_is_answered_by_the_daemon_as_without_it(isolated_home: Path, embedder: Embedder) -> None:
+    """``dexai memory recall --as-of`` is one more ``recall`` request: a running daemon answers it,
+    with the block the command's own process gives when no daemon runs."""
+    settings = load_settings()
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    question = ("memory", "recall", "--query", "Where does Sam live?")
+    porto = await dexai(isolated_home, "memory", "add", "Sam lives in Porto with two cats")
+    await asyncio.sleep(0.05)
+    between = utcnow().isoformat()
+    await asyncio.sleep(0.05)
+    await dexai(isolated_home, "memory", "supersede", porto["id"], "Sam lives in Lisbon with two cats",
+                "--reason", "moved")
+    alone = [await dexai(isolated_home, *question, "--as-of", between), await dexai(isolated_home, *question)]
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider:
+        async with running_daemon(settings, provider, serve_socket=True) as daemon:
+            before = daemon.ipc.requests
+            served = [await dexai(isolated_home, *question, "--as-of", between), await dexai(isolated_home, *question)]
+            assert daemon.ipc.requests - before == 2
+    then, now = served
+    assert "Porto" in then["text"] and "Lisbon" not in then["text"]
+    assert "Lisbon" in now["text"] and "Porto" not in now["text"]
+    assert [r["text"] for r in served] == [r["text"] for r in alone]
