@@ -288,7 +288,10 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
     sid = session["id"].split("/", 1)[1]
     transcript = plugin.tmp / "transcripts" / f"{sid}.jsonl"
     transcript.parent.mkdir(parents=True, exist_ok=True)
-    needs = {(n["session"], n["line"]): item for item in labels.items for n in item["needed"]}
+    needs: dict[tuple[str, int], list[dict[str, Any]]] = {}  # a prompt may need several items
+    for item in labels.items:
+        for n in item["needed"]:
+            needs.setdefault((n["session"], n["line"]), []).append(item)
     quiet = {(p["session"], p["line"]) for p in labels.no_memory}
     figures.sessions += 1
     base = {"session_id": sid, "transcript_path": str(transcript), "cwd": str(cwd), "permission_mode": "default"}
@@ -346,10 +349,10 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
                     figures.none_injected.append({"session": session["id"], "line": number, "prompt": prompt[:160],
                                                   "injected": added[:1500]})
             if key in needs:
-                item = needs[key]
                 figures.needed_tokens.append(tokens)
-                stored = [m for m in memories(plugin.home)  # what recall can find: this project's, or no project's
-                          if m["project"] in (str(cwd), None) and matches(m["content"], item["match"])]
+                every = memories(plugin.home)  # what recall can find: this project's, or no project's
+            for item in needs.get(key, []):
+                stored = [m for m in every if m["project"] in (str(cwd), None) and matches(m["content"], item["match"])]
                 figures.needs.append({
                     "item": item["id"], "kind": item["kind"], "session": session["id"], "line": number,
                     "stored": bool(stored), "stored_current": any(not m["superseded_by"] for m in stored),
