@@ -199,6 +199,9 @@ class AutoRecallConfig:
     relevance_threshold: float = field(default=0.15, metadata=_check(0.0, 1.0))
     #: Skip recall when the prompt clearly continues the current topic.
     skip_on_continuation: bool = True
+    #: Bring the memories linked to the first hits (found at consolidation: the same entity or
+    #: file, an error and its fix, a decision and its reason) in as candidates, scored below them.
+    follow_links: bool = True
 
 
 @dataclass(frozen=True)

@@ -545,7 +545,8 @@
     if (s.last_run) {
       const r = s.last_run;
       parts.push("Last run " + when(r.at) + ": " + r.merged + " merged, " + r.superseded + " superseded, " +
-        r.episodes_summarised + " episodes summarised, " + r.episodes_compressed + " compressed.");
+        r.episodes_summarised + " episodes summarised, " + r.episodes_compressed + " compressed, " +
+        (r.links_found || 0) + " new links, " + (r.contradictions_found || 0) + " contradictions found.");
     } else {
       parts.push("Not run yet.");
     }
