@@ -5,8 +5,9 @@ raw turns archived in L3; not snapshots or episodes) and links two of them, at m
 :data:`MAX_LINKS_PER_MEMORY` links a memory, when
 
 ``entity``
-    they name the same rare name: a capitalised word not at the start of a sentence, a
-    CamelCase or snake_case identifier, an ACRONYM (:func:`names`), named by at most
+    they name the same rare name: a capitalised word not at the start of a sentence (or at
+    the start, when another memory has it inside a sentence), a CamelCase or snake_case
+    identifier, an ACRONYM (:func:`names`), named by at most
     :data:`MAX_NAME_MEMORIES` memories. A name every memory carries (the user, the project,
     a speaker) links nothing; the rarest shared names link first;
 ``file``
@@ -37,7 +38,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -92,18 +93,19 @@ _MARKER_WORDS = frozenset(
     "due reason reasons order avoid otherwise user".split())
 
 
-def names(text: str) -> set[str]:
-    """The names of ``text``, lower-cased (see the module docstring): a capital at the start of a
-    sentence (or after "Speaker:") is not one, nor are month and day names."""
+def names(text: str, known: Set[str] = frozenset()) -> set[str]:
+    """The names of ``text``, lower-cased (see the module docstring). A capitalised word at the start
+    of a sentence (or after "Speaker:") is a name only when it is one of ``known`` (names found
+    inside other sentences); month and day names never are."""
     found: set[str] = set()
     for m in _NAME.finditer(text):
         word = m.group(0)
-        before = text[:m.start()].rstrip()
-        if word[0].isupper() and word[1:].replace("'", "").replace("’", "").islower() and (
-                not before or before[-1] in ".!?:;\n\"'(["):
-            continue
         low = word.lower().replace("’", "'").removesuffix("'s")
         if low in STOP_WORDS or low in _MONTHS_AND_DAYS or len(low) < 2:
+            continue
+        before = text[:m.start()].rstrip()
+        if word[0].isupper() and word[1:].replace("'", "").replace("’", "").islower() and (
+                not before or before[-1] in ".!?:;\n\"'([") and low not in known:
             continue
         found.add(low)
     return found
@@ -130,8 +132,9 @@ class _Features:
 
     __slots__ = ("files", "names", "words")
 
-    def __init__(self, memory: Memory):
-        self.names, self.files, self.words = names(memory.content), files(memory.content), topic_words(memory.content)
+    def __init__(self, memory: Memory, known: Set[str] = frozenset()):
+        self.names = names(memory.content, known)
+        self.files, self.words = files(memory.content), topic_words(memory.content)
 
     def about_the_same(self, other: _Features) -> bool:
         if (self.names & other.names) or (self.files & other.files):
@@ -218,7 +221,8 @@ def find_links(memories: Iterable[Memory], *, user_id: str, now: datetime | None
     current = sorted((m for m in memories if m.is_valid and m.type in LINKED_TYPES and m.user_id == user_id),
                      key=lambda m: (_when(m), m.id))
     links = _Links(user_id, now or utcnow())
-    features = {m.id: _Features(m) for m in current}
+    known = {n for m in current for n in names(m.content)}
+    features = {m.id: _Features(m, known) for m in current}
     # the specific kinds first: a memory's few links go to its fixes and reasons before shared names
     _errors_and_fixes(current, features, links)
     _decisions_and_reasons(current, features, links)
