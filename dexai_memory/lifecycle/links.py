@@ -70,16 +70,19 @@ FIX_WORDS = re.compile(
     r"(?i)\b(?:fix(?:ed|es|ing)?|resolved|solved|workaround|the cause (?:was|is)|caused by|root cause|patched|"
     r"works now|now works|turned out|decided|switched to|the solution)\b")
 DECISION_WORDS = re.compile(
-    r"(?i)\b(?:decided|decides|decision|chose|chosen|going with|went with|settled on|agreed|opted|"
-    r"we(?:'ll| will) use|will use|picked)\b")
+    r"(?i)\b(?:decided|decides|decision|chose|chosen|going with|went with|settled on|agreed (?:to|on|that)|"
+    r"opted|we(?:'ll| will) use|will use|picked)\b")
+#: A reason, said as one ("since" is left out: as often "since we last talked" as a reason).
 REASON_WORDS = re.compile(
-    r"(?i)\b(?:because|since|so that|due to|the reason|reasons? (?:is|was)|in order to|to avoid|otherwise|"
-    r"as it|as they)\b")
+    r"(?i)(?:\bbecause|\B'cause|\bcuz|\bso that|\bdue to|\bthe reason|\breasons? (?:is|was|being)|\bin order to|"
+    r"\bto avoid|\bwhich is why|\bthat's why)\b")
 
 _MONTHS_AND_DAYS = frozenset(
     "january february march april may june july august september october november december jan feb mar apr jun "
     "jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday today tomorrow "
-    "yesterday".split())
+    "yesterday mon tue tues wed thu thur thurs fri sat sun".split())
+#: Chat abbreviations written in capitals that name nothing.
+_NOT_NAMES = frozenset("btw lol omg tbh imo imho fyi asap ok okay thx pls idk brb".split())
 _NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-zA-Z0-9]*)+|[A-Z]{2,}[0-9]*|[A-Z][a-z'’]{2,}|"
                    r"[a-z][a-z0-9]*_[a-z0-9_]+)\b")
 _FILE = re.compile(r"(?<![\w@])(?:[\w.-]+/)*([\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|"
@@ -89,8 +92,8 @@ _FILE = re.compile(r"(?<![\w@])(?:[\w.-]+/)*([\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx
 _MARKER_WORDS = frozenset(
     "error errors exception exceptions traceback fail fails failed failing failure failures crash crashes crashed "
     "broken bug bugs fix fixed fixes fixing resolved solved workaround cause caused root patched works work "
-    "turned decided decides decision chose chosen going went settled agreed opted use picked because since "
-    "due reason reasons order avoid otherwise user".split())
+    "turned decided decides decision chose chosen going went settled agreed opted use picked because cause cuz "
+    "due reason reasons order avoid why user".split())
 
 
 def names(text: str, known: Set[str] = frozenset()) -> set[str]:
@@ -101,7 +104,7 @@ def names(text: str, known: Set[str] = frozenset()) -> set[str]:
     for m in _NAME.finditer(text):
         word = m.group(0)
         low = word.lower().replace("’", "'").removesuffix("'s")
-        if low in STOP_WORDS or low in _MONTHS_AND_DAYS or len(low) < 2:
+        if low in STOP_WORDS or low in _MONTHS_AND_DAYS or low in _NOT_NAMES or len(low) < 2:
             continue
         before = text[:m.start()].rstrip()
         if word[0].isupper() and word[1:].replace("'", "").replace("’", "").islower() and (
