@@ -9,7 +9,14 @@ from datetime import timedelta
 import pytest
 
 from dexai_memory.config import load_settings
-from dexai_memory.lifecycle.links import MAX_LINKS_PER_MEMORY, MAX_NAME_MEMORIES, discover_links, files, find_links, names
+from dexai_memory.lifecycle.links import (
+    MAX_LINKS_PER_MEMORY,
+    MAX_NAME_MEMORIES,
+    discover_links,
+    files,
+    find_links,
+    names,
+)
 from dexai_memory.models import Memory, MemoryType, utcnow
 from dexai_memory.providers.memory import InMemoryProvider
 from dexai_memory.recall.ranking import recall_block
