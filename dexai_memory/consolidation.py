@@ -43,7 +43,9 @@ demand (``dexai memory consolidate``).
 :func:`~dexai_memory.supersession.scan.scan_contradictions` (a step of :func:`consolidate`)
     Compares the user's current memories with the supersession rules and records each pair
     that contradicts, open, in the contradiction log (``dexai memory conflicts``, the panel);
-    nothing is resolved. ``contradictions_found`` counts the new records.
+    nothing is resolved. After the first run only the memories written or edited since a day
+    before the last run are decided (:func:`last_scan`). ``contradictions_found`` counts the
+    new records.
 
 :func:`store_forms` (the last step of :func:`consolidate`)
     Writes the compression levels of every current durable memory (and
@@ -245,7 +247,8 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
     report.episodes_summarised, report.episodes_compressed = await stage_episodes(
         provider, user_id, settings, dry_run=dry_run, now=now)
-    report.contradictions_found = await scan_contradictions(provider, user_id, dry_run=dry_run, now=now)
+    report.contradictions_found = await scan_contradictions(provider, user_id, dry_run=dry_run, now=now,
+                                                            since=last_scan(settings, user_id))
     report.links_found = await discover_links(provider, user_id, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
                                            model_limit=settings.consolidation.model_forms_per_run)
@@ -290,6 +293,22 @@ def last_run(settings: Settings, user_id: str) -> dict[str, Any] | None:
         return None
     row = runs.get(user_id) if isinstance(runs, dict) else None
     return row if isinstance(row, dict) else None
+
+
+#: How far before the last run the contradiction scan looks again (a write during that run is not missed).
+SCAN_OVERLAP = timedelta(days=1)
+
+
+def last_scan(settings: Settings, user_id: str) -> datetime | None:
+    """Since when the contradiction scan decides memories: a day before the last recorded run that
+    scanned (None: no such run, scan everything)."""
+    last = last_run(settings, user_id)
+    if not last or "contradictions_found" not in last or not isinstance(last.get("at"), str):
+        return None
+    try:
+        return datetime.fromisoformat(last["at"]) - SCAN_OVERLAP
+    except ValueError:
+        return None
 
 
 #: Days after which an episode keeps only its summary, and only its compressed form (the design's ages).

@@ -67,3 +67,12 @@ async def test_a_store_without_a_contradiction_log_is_not_scanned() -> None:
     await p.add(said("Sam prefers tea", 3))
     await p.add(said("Sam prefers coffee", 1))
     assert await scan_contradictions(p, "u") == 0
+
+
+async def test_since_decides_only_what_was_written_or_edited_since(store: NativeProvider) -> None:
+    await store.add(said("Sam prefers tea in the morning", 9))
+    await store.add(said("Sam prefers coffee in the morning", 5))  # decided by an earlier scan: not again
+    assert await scan_contradictions(store, "u", since=NOW - timedelta(days=2)) == 0
+    cocoa = await store.add(said("Sam prefers cocoa in the morning", 1))
+    assert await scan_contradictions(store, "u", since=NOW - timedelta(days=2)) == 1
+    assert [b for _, b, _ in await pairs(store)] == [cocoa.id]  # one decision: against one older memory
