@@ -136,8 +136,9 @@ class _Features:
     __slots__ = ("files", "names", "words")
 
     def __init__(self, memory: Memory, known: Set[str] = frozenset()):
-        self.names = names(memory.content, known)
         self.files, self.words = files(memory.content), topic_words(memory.content)
+        # "README.md" names a file, not the name "readme" too
+        self.names = names(memory.content, known) - {f.rsplit(".", 1)[0] for f in self.files}
 
     def about_the_same(self, other: _Features) -> bool:
         if (self.names & other.names) or (self.files & other.files):
