@@ -13,8 +13,10 @@ Two entry points:
 * :func:`recall_block` - the block itself, *budget mode*: as many memories as fit
   ``max_tokens`` (``auto_recall.max_tokens``, 800; at most ``auto_recall.max_memories``)
   above a relevance floor (``auto_recall.relevance_threshold``), one memory per source
-  turn, notes and archived raw turns searched together. :attr:`RecallResult.memories` are
-  exactly the memories in the text. The LoCoMo benchmark measures this block.
+  turn, notes and archived raw turns searched together; the memories linked to the first hits
+  join the candidates, scored below them (:func:`with_links`, :mod:`.linked`).
+  :attr:`RecallResult.memories` are exactly the memories in the text. The LoCoMo benchmark
+  measures this block.
 
 What "relevance" means
 ----------------------
