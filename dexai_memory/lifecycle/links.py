@@ -35,6 +35,7 @@ shows a memory's links.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections import defaultdict
@@ -106,9 +107,11 @@ def names(text: str, known: Set[str] = frozenset()) -> set[str]:
         low = word.lower().replace("’", "'").removesuffix("'s")
         if low in STOP_WORDS or low in _MONTHS_AND_DAYS or low in _NOT_NAMES or len(low) < 2:
             continue
-        before = text[:m.start()].rstrip()
+        i = m.start() - 1
+        while i >= 0 and text[i] in " \t":
+            i -= 1
         if word[0].isupper() and word[1:].replace("'", "").replace("’", "").islower() and (
-                not before or before[-1] in ".!?:;\n\"'([") and low not in known:
+                i < 0 or text[i] in ".!?:;\n\"'([") and low not in known:
             continue
         found.add(low)
     return found
@@ -196,27 +199,37 @@ def _shared_keys(memories: Sequence[Memory], keys_of: dict[str, set[str]], cap: 
                 links.add(a, b, kind, f"both name {key}")
 
 
+def _within(ordered: Sequence[Memory], times: Sequence[datetime], start: datetime, end: datetime) -> Sequence[Memory]:
+    """The memories of ``ordered`` (by time, ``times`` theirs) said from ``start`` to ``end``."""
+    return ordered[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
+
+
 def _errors_and_fixes(memories: Sequence[Memory], features: dict[str, _Features], links: _Links) -> None:
     errors = [m for m in memories if ERROR_WORDS.search(m.content) and not FIX_WORDS.search(m.content)]
-    fixes = [m for m in memories if FIX_WORDS.search(m.content)]
+    fixes = [m for m in memories if FIX_WORDS.search(m.content)]  # ``memories`` are in time order
+    times = [_when(f) for f in fixes]
     window = timedelta(days=FIX_WINDOW_DAYS)
     for error in errors:
-        after = [f for f in fixes if f.id != error.id and _when(error) <= _when(f) <= _when(error) + window
-                 and features[error.id].about_the_same(features[f.id])]
-        for fix in sorted(after, key=lambda f: (_when(f), f.id))[:FIXES_PER_ERROR]:
+        after = [f for f in _within(fixes, times, _when(error), _when(error) + window)
+                 if f.id != error.id and features[error.id].about_the_same(features[f.id])]
+        for fix in after[:FIXES_PER_ERROR]:
             links.add(error, fix, "fix", "a fix of this error")
 
 
 def _decisions_and_reasons(memories: Sequence[Memory], features: dict[str, _Features], links: _Links) -> None:
     decisions = [m for m in memories if DECISION_WORDS.search(m.content)]
-    reasons = [m for m in memories if REASON_WORDS.search(m.content)]
+    reasons = [m for m in memories if REASON_WORDS.search(m.content)]  # in time order
+    times = [_when(r) for r in reasons]
+    by_session: dict[str, list[Memory]] = defaultdict(list)
+    for r in reasons:
+        if r.session_id is not None:
+            by_session[r.session_id].append(r)
+    day = timedelta(days=1)
     for decision in decisions:
-        for reason in reasons:
-            if reason.id == decision.id:
-                continue
-            close = (decision.session_id is not None and decision.session_id == reason.session_id) or \
-                abs(_when(reason) - _when(decision)) <= timedelta(days=1)
-            if close and features[decision.id].about_the_same(features[reason.id]):
+        near = {r.id: r for r in _within(reasons, times, _when(decision) - day, _when(decision) + day)}
+        near.update((r.id, r) for r in by_session.get(decision.session_id or "", ()))
+        for reason in sorted(near.values(), key=lambda r: (_when(r), r.id)):
+            if reason.id != decision.id and features[decision.id].about_the_same(features[reason.id]):
                 links.add(decision, reason, "reason", "the reason for this decision")
 
 
