@@ -95,7 +95,8 @@ def test_the_scan_records_a_contradiction_supersession_kept_open_once(bm25_only:
     assert (row["memory_a"], row["memory_b"], row["resolution"]) == (lisbon, porto, None)
     assert row["reason"].startswith("found by the consolidation scan: same subject and attribute")
     assert row["a"]["current"] and row["b"]["current"]  # never resolved on its own
-    assert "Sam lives in Porto" in ok("memory", "conflicts").output
+    shown = ok("memory", "conflicts").output
+    assert "Sam lives in Porto" in shown and "why: found by the consolidation scan" in shown
 
     assert consolidate()["contradictions_found"] == 0  # a pair already recorded is not recorded again
     ok("memory", "resolve", str(row["id"]), "both_valid", "--note", "two homes")
