@@ -14,6 +14,7 @@ from .schema import ts
 
 #: Ids per ``IN (...)`` list (SQLite's default limit on parameters is far above it).
 _CHUNK = 500
+_SELECT = "id, memory_a, memory_b, kind, reason, created_at"
 
 
 async def add_links(database: Database, links: Sequence[MemoryLink]) -> int:
@@ -30,17 +31,19 @@ async def add_links(database: Database, links: Sequence[MemoryLink]) -> int:
 
 
 async def links_of(db: aiosqlite.Connection, memory_ids: Sequence[str], *, user_id: str) -> list[MemoryLink]:
-    """Every link of ``user_id`` with one of ``memory_ids`` at either end, oldest first."""
+    """Every link of ``user_id`` with one of ``memory_ids`` at either end, oldest first (one statement
+    per :data:`_CHUNK` ids: recall asks on every prompt)."""
     ids = list(dict.fromkeys(memory_ids))
     rows: dict[int, tuple[str, ...]] = {}
     for start in range(0, len(ids), _CHUNK):
         part = ids[start:start + _CHUNK]
         marks = ",".join("?" * len(part))
-        for column in ("memory_a", "memory_b"):
-            async with db.execute(
-                    f"SELECT id, memory_a, memory_b, kind, reason, created_at FROM memory_links "
-                    f"WHERE user_id = ? AND {column} IN ({marks})", [user_id, *part]) as cur:
-                rows.update({r[0]: r[1:] for r in await cur.fetchall()})
+        # a UNION, not an OR: each side searches its own index (a by the unique key, b by ix_links_b)
+        found = await db.execute_fetchall(
+            f"SELECT {_SELECT} FROM memory_links WHERE user_id = ? AND memory_a IN ({marks}) UNION "
+            f"SELECT {_SELECT} FROM memory_links WHERE user_id = ? AND memory_b IN ({marks})",
+            [user_id, *part, user_id, *part])
+        rows.update({r[0]: tuple(r[1:]) for r in found})
     return [MemoryLink(user_id, a, b, kind, reason, as_utc(at) or utcnow())
             for _, (a, b, kind, reason, at) in sorted(rows.items())]
 
