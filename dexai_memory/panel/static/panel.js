@@ -374,7 +374,18 @@
         item.append(events);
         list.append(item);
       }
-      box.replaceChildren(el("strong", {}, "History"), list);
+      const parts = [el("strong", {}, "History"), list];
+      // the memories consolidation linked to this one (same name or file, an error's fix, a decision's reason)
+      const links = (await api("GET", "/api/memories/" + encodeURIComponent(id))).links || [];
+      if (links.length) {
+        const linked = el("ul", { class: "links" });
+        for (const k of links) {
+          linked.append(el("li", { class: "event" }, k.kind + " (" + k.reason + "): " +
+            (k.other ? k.other.content + (k.other.current ? "" : " (not current)") : "(erased)")));
+        }
+        parts.push(el("strong", {}, "Linked"), linked);
+      }
+      box.replaceChildren(...parts);
     } catch (err) {
       box.textContent = "History unavailable: " + err.message;
     }
