@@ -35,6 +35,7 @@ shows a memory's links.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 import re
@@ -255,7 +256,8 @@ async def discover_links(provider: MemoryProvider, user_id: str, *, dry_run: boo
     if not provider.capabilities.links:
         return 0
     memories = await provider.list(user_id=user_id, filters=SearchFilters(types=LINKED_TYPES), limit=1_000_000)
-    found = find_links(memories, user_id=user_id, now=now)
+    # words only, but seconds for a large store: in a thread, so the daemon keeps answering the hooks
+    found = await asyncio.to_thread(find_links, memories, user_id=user_id, now=now)
     if dry_run:
         known = {(k.memory_a, k.memory_b, k.kind)
                  for k in await provider.links(list({k.memory_a for k in found}), user_id=user_id)}

@@ -33,11 +33,13 @@ or edited since a day before its last run; the first run decides them all.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..models import Memory, SearchFilters, UpdateAction, utcnow
+from ..models import Contradiction, Memory, SearchFilters, UpdateAction, utcnow
 from . import contradictions
 from .candidates import CandidateIndex
 from .rules import OfflineClassifier, guard_meaning, resolve
@@ -63,35 +65,46 @@ async def scan_contradictions(provider: MemoryProvider, user_id: str, *, dry_run
     """Record the contradictions among ``user_id``'s current memories not recorded yet (see the module
     docstring); returns how many were (or, in a dry run, would be) recorded. ``since``: only the
     memories written or edited since then are decided (against every older current memory); the
-    others were decided by an earlier scan (None: every memory)."""
+    others were decided by an earlier scan (None: every memory). The rules run in a thread: the
+    daemon's event loop keeps answering the hooks meanwhile."""
     log = provider.contradiction_log
     if log is None:
         return 0
     now = now or utcnow()
     recorded = await log.list(user_id=user_id, open_only=False, limit=10_000_000)
-    known = {frozenset((c.memory_a, c.memory_b)) for c in recorded}
     everything = await provider.list(user_id=user_id, filters=SearchFilters(valid_only=False, include_archived=True),
                                      limit=10_000_000)
+    found = await asyncio.to_thread(find_contradictions, everything, recorded, user_id=user_id, top_k=top_k,
+                                    since=since)
+    if not dry_run:
+        for old, newer, reason in found:
+            await contradictions.record(provider, old, newer, reason=f"{SCAN_REASON}: {reason}", at=now,
+                                        resolved=False)
+        if found:
+            logger.info("the contradiction scan recorded %d open contradictions of %s", len(found), user_id)
+    return len(found)
+
+
+def find_contradictions(everything: Sequence[Memory], recorded: Sequence[Contradiction], *, user_id: str,
+                        top_k: int = SCAN_TOP_K, since: datetime | None = None) -> list[tuple[Memory, Memory, str]]:
+    """(older, newer, the rules' reason) of each contradiction among the current memories of
+    ``everything`` (all of a user's memories) not in ``recorded`` (see :func:`scan_contradictions`)."""
+    known = {frozenset((c.memory_a, c.memory_b)) for c in recorded}
     # a statement that already replaced one (or was recorded against one) changed what the write path decided
     decided = {m.superseded_by for m in everything if m.superseded_by} | {c.memory_b for c in recorded}
     memories = sorted((m for m in everything if CandidateIndex.indexable(m)), key=lambda m: (_when(m), m.id))
     index, rules = CandidateIndex(), OfflineClassifier()
-    found = 0
+    found: list[tuple[Memory, Memory, str]] = []
     for newer in memories:
         older = [m for m in index.candidates(newer.content, user_id=user_id, top_k=top_k)
                  if m.project == newer.project and frozenset((m.id, newer.id)) not in known]
         index.add(newer)
         if not older or newer.id in decided or (since is not None and (newer.updated_at or newer.created_at) < since):
             continue
-        d = resolve(guard_meaning(await rules.classify(newer.content, older), newer.content, older))
+        d = resolve(guard_meaning(rules.classify_now(newer.content, older), newer.content, older))
         old = next((m for m in older if m.id == d.memory_id), None)
         if old is None or not (d.action is UpdateAction.SUPERSEDE or isinstance(d, contradictions.Unsure)):
             continue
         known.add(frozenset((old.id, newer.id)))
-        found += 1
-        if not dry_run:
-            await contradictions.record(provider, old, newer, reason=f"{SCAN_REASON}: {d.reason}", at=now,
-                                        resolved=False)
-    if found and not dry_run:
-        logger.info("the contradiction scan recorded %d open contradictions of %s", found, user_id)
+        found.append((old, newer, d.reason))
     return found
