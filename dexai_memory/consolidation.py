@@ -247,8 +247,9 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
     report.episodes_summarised, report.episodes_compressed = await stage_episodes(
         provider, user_id, settings, dry_run=dry_run, now=now)
-    report.contradictions_found = await scan_contradictions(provider, user_id, dry_run=dry_run, now=now,
-                                                            since=last_scan(settings, user_id))
+    report.contradictions_found = await scan_contradictions(
+        provider, user_id, dry_run=dry_run, now=now, since=last_scan(settings, user_id),
+        top_k=settings.supersession.comparison_top_k)
     report.links_found = await discover_links(provider, user_id, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
                                            model_limit=settings.consolidation.model_forms_per_run)

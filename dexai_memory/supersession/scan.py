@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Older memories each memory is compared with (as ``supersession.comparison_top_k``).
+#: Older memories each memory is compared with (consolidation passes ``supersession.comparison_top_k``).
 SCAN_TOP_K = 10
 #: What a recorded contradiction's reason starts with.
 SCAN_REASON = "found by the consolidation scan"
