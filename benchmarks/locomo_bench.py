@@ -28,6 +28,9 @@ Methods (all at the same token budget):
 ``system@5``
     the same ingest, the block capped at 5 memories as auto-recall caps it
     (``auto_recall.max_memories``).
+``system-nolinks``
+    the same ingest and links, the block built without following links
+    (``auto_recall.follow_links: false``): the same-run baseline of link expansion.
 
 Reference points: BM25 at fixed k = 5/10/20 turns (no budget), to compare with
 the figures in the data's README (43.1 / 50.2 / 58.6 % on all 10 conversations).
@@ -40,6 +43,7 @@ with their gold turns and what was retrieved. ``--quick``: first conversation,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import shutil
@@ -332,10 +336,15 @@ async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int
 
         methods["hybrid"] = run_hybrid
 
-    if wanted & {"system", "system@5"}:
+    if wanted & {"system", "system@5", "system-nolinks"}:
         method, close = await run_system(conv, embedder, budget, tmp, config_extra=system_config, ingest=ingest)
         if "system" in wanted:
             methods["system"] = method
+        if "system-nolinks" in wanted:
+            async def run_unlinked(q: Question, method: Any = method) -> Retrieved:
+                return await method(q, links=False)
+
+            methods["system-nolinks"] = run_unlinked
         if "system@5" in wanted:
             async def run_capped(q: Question, method: Any = method) -> Retrieved:
                 return await method(q, cap=5)
@@ -362,9 +371,13 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
        way ``dexai memory ingest --vectors now`` does it: stored with vectors
        deferred, then embedded by the bulk embedder
        (:func:`dexai_memory.embeddings.bulk_embedder`, ``embedding.bulk_model``);
+       then the links between memories are found as consolidation finds them
+       (:func:`dexai_memory.lifecycle.links.discover_links`; consolidation's merging
+       is not run);
     2. for each question, the block :func:`dexai_memory.recall.ranking.recall_block`
        builds for it under ``budget`` tokens (budget mode; ``max_memories``
-       caps the count as auto-recall does on a cold start). The retrieved ids
+       caps the count as auto-recall does on a cold start; ``links=False`` builds it without
+       following links). The retrieved ids
        are the ``source_ids`` of the memories in the block, in block order;
        the tokens are those of the whole block, fence included.
 
@@ -373,6 +386,7 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
     """
     try:
         from dexai_memory.config import load_settings
+        from dexai_memory.lifecycle.links import discover_links
         from dexai_memory.pipeline import Pipeline
         from dexai_memory.recall.ranking import recall_block
     except ImportError as exc:
@@ -394,14 +408,20 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
         else:
             report = await Pipeline(provider, settings).ingest(conv.turns, user_id=conv.user_id)
         say(f"  system ingest: {elapsed_ms(t0) / 1000:.1f} s, {report.to_dict()}")
+        t0 = time.perf_counter()
+        linked = await discover_links(provider, conv.user_id)
+        say(f"  links: {linked} in {elapsed_ms(t0) / 1000:.1f} s")
     except BaseException:
         await provider.aclose()
         raise
 
-    async def run(q: Question, cap: int | None = max_memories) -> Retrieved:
+    no_links = dataclasses.replace(settings, auto_recall=dataclasses.replace(settings.auto_recall,
+                                                                             follow_links=False))
+
+    async def run(q: Question, cap: int | None = max_memories, links: bool = True) -> Retrieved:
         t0 = time.perf_counter()
-        result = await recall_block(provider, conv.user_id, q.question, settings, max_tokens=budget,
-                                    max_memories=cap)
+        result = await recall_block(provider, conv.user_id, q.question, settings if links else no_links,
+                                    max_tokens=budget, max_memories=cap)
         ms = elapsed_ms(t0)
         ids = [sid for r in result.memories for sid in r.memory.source_ids]
         return Retrieved(list(dict.fromkeys(ids)), result.text, ms)
@@ -475,8 +495,9 @@ async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget:
             try:
                 methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo, system_config, ingest)
             except SystemUnavailable as exc:
-                unavailable["system"] = unavailable["system@5"] = str(exc)
-                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo - {"system", "system@5"})
+                unavailable["system"] = unavailable["system@5"] = unavailable["system-nolinks"] = str(exc)
+                methods, cleanups = await make_methods(conv, embedder, budget, tmp,
+                                                       todo - {"system", "system@5", "system-nolinks"})
             try:
                 for name, method in methods.items():
                     for q in questions:
@@ -565,7 +586,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.data.is_file():
         parser.error(f"LoCoMo data not found at {args.data} (set --data or DEXAI_LOCOMO_PATH)")
     wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
-    known = {"system", "system@5", "hybrid", "dense", "bm25", *(f"bm25@{k}" for k in FIXED_K)}
+    known = {"system", "system@5", "system-nolinks", "hybrid", "dense", "bm25", *(f"bm25@{k}" for k in FIXED_K)}
     if set(wanted) - known:
         parser.error(f"unknown method(s): {', '.join(sorted(set(wanted) - known))} (known: {', '.join(sorted(known))})")
     convs = load(args.data)
@@ -584,7 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n" + render_misses(misses[method], convs, args.misses, method))
     summary: dict[str, Any] = {}
     for name in wanted:
-        key = name.replace("@", "_at_")
+        key = name.replace("@", "_at_").replace("-", "_")
         o = scores.get(name, {}).get("overall")
         summary[f"{key}_evidence_recall_pct"] = o["evidence_recall"] if o else None
         summary[f"{key}_hit_rate_pct"] = o["hit_rate"] if o else None

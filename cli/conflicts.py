@@ -23,6 +23,8 @@ def _render(row: dict[str, Any]) -> list[str]:
     state = "open" if row["resolution"] is None else (f"{row['resolution']}" + (" (auto)" if row["auto"] else ""))
     lines = [f"#{row['id']}  {row['detected_at'][:16]}  {state}" + (f"  note: {row['note']}" if row["note"] else ""),
              _side("a", row["a"]), _side("b", row["b"])]
+    if row.get("reason"):
+        lines.append(f"    why: {row['reason']}")
     if row.get("merged"):
         lines.append(_side("merged", row["merged"]))
     return lines

@@ -46,6 +46,9 @@ def _render(rows: list[dict[str, Any]], dry_run: bool) -> str:
         lines.append(f"User {row['user_id']}: {cons['merged']} cluster(s) {verb} ({cons['superseded']} memories "
                      f"superseded), {len(clean['archived'])} archived "
                      f"[{cons['candidates']} candidates, {cons['method']} similarity]")
+        found = "would find" if dry_run else "found"
+        lines.append(f"  {found} {cons['links_found']} new link(s) between memories, "
+                     f"{cons['contradictions_found']} new contradiction(s) (open: dexai memory conflicts)")
         for c in cons["clusters"]:
             target = f" into {c['abstract_id']}" if c["abstract_id"] else ""
             lines.append(f"  {verb} {len(c['member_ids'])}{target} (min similarity {c['min_similarity']:.2f})")
@@ -68,7 +71,10 @@ def _render(rows: list[dict[str, Any]], dry_run: bool) -> str:
 @common_options
 def consolidate(dry_run: bool, all_users: bool, no_cleanup: bool, ctx: Context) -> None:
     """Archive memories past their retention, then merge clusters of similar
-    old L2 memories into L3 abstracts (the originals are superseded, never deleted).
+    old L2 memories into L3 abstracts (the originals are superseded, never deleted),
+    record contradictions among current memories (open, for `dexai memory conflicts`)
+    and link related memories (same entity or file, an error and its fix, a decision
+    and its reason: recall follows the links).
 
     Runs for --user (default: $DEXAI_MEMORY_USER or $USER), or for every user
     with --all-users. The daemon runs the same on its schedule.

@@ -172,9 +172,24 @@ def add(content: str, type_: str, importance: int, confidence: float, pin: bool,
 @click.argument("memory_id")
 @common_options
 def get(memory_id: str, ctx: Context) -> None:
-    """Show one memory in full."""
-    m = with_provider(ctx, lambda p: p.get(memory_id, user_id=ctx.user, include_deleted=True))
-    ctx.emit(m.to_dict(), render(m))
+    """Show one memory in full, with its links to other memories (found by `consolidate`)."""
+    from dexai_memory.lifecycle.links import links_of
+
+    async def read(p: MemoryProvider) -> tuple[Memory, list[dict[str, Any]]]:
+        m = await p.get(memory_id, user_id=ctx.user, include_deleted=True)
+        return m, await links_of(p, memory_id, user_id=ctx.user)
+
+    m, links = with_provider(ctx, read)
+    text = render(m)
+    if links:
+        lines = [f"{'links':>16}:"]
+        for k in links:
+            other = k["other"]
+            said = f"{other['content']}" + ("" if other["current"] else " (not current)") if other else "(erased)"
+            lines.append(f"{'':>18}{k['kind']} {'->' if k['direction'] == 'to' else '<-'} {k['other_id']} "
+                         f"({k['reason']}): {said}")
+        text += "\n" + "\n".join(lines)
+    ctx.emit({**m.to_dict(), "links": links}, text)
 
 
 @memory.command()

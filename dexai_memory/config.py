@@ -189,16 +189,16 @@ class AutoRecallConfig:
     """L2 -> L1 injection on each user prompt."""
 
     enabled: bool = True
-    #: At most this many memories per injection (800 tokens hold 30-45 compact notes, so the token
-    #: budget is what binds by default); 0 turns auto-recall off.
+    #: At most this many memories per injection (800 tokens hold 30-45 notes: the budget binds); 0 = off.
     max_memories: int = field(default=40, metadata=_check(0, 100))
     #: At most this many tokens for the whole injected block.
     max_tokens: int = field(default=800, metadata=_check(50, 100_000))
-    #: Minimum relevance (0-1) for a memory to be injected (0.15: some evidence at all; see
-    #: :mod:`dexai_memory.recall.ranking` for what the values mean).
+    #: Minimum relevance (0-1) of an injected memory (0.15: some evidence; see :mod:`dexai_memory.recall.ranking`).
     relevance_threshold: float = field(default=0.15, metadata=_check(0.0, 1.0))
     #: Skip recall when the prompt clearly continues the current topic.
     skip_on_continuation: bool = True
+    #: Bring the memories linked to the first hits (found at consolidation) in, scored below them.
+    follow_links: bool = True
 
 
 @dataclass(frozen=True)

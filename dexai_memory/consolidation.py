@@ -35,6 +35,18 @@ demand (``dexai memory consolidate``).
     ``metadata["stage"]`` says ``"summarised"`` or ``"compressed"`` and each step
     is logged in the memory's history. Pinned episodes are left whole.
 
+:func:`~dexai_memory.lifecycle.links.discover_links` (a step of :func:`consolidate`)
+    Links the user's current memories that name the same rare entity or the same file, an
+    error and its later fix, a decision and its reason; recall follows them for a second hop
+    (:mod:`dexai_memory.recall.linked`). ``links_found`` counts the new links.
+
+:func:`~dexai_memory.supersession.scan.scan_contradictions` (a step of :func:`consolidate`)
+    Compares the user's current memories with the supersession rules and records each pair
+    that contradicts, open, in the contradiction log (``dexai memory conflicts``, the panel);
+    nothing is resolved. After the first run only the memories written or edited since a day
+    before the last run are decided (:func:`last_scan`). ``contradictions_found`` counts the
+    new records.
+
 :func:`store_forms` (the last step of :func:`consolidate`)
     Writes the compression levels of every current durable memory (and
     episode) that has none or whose content changed since they were built:
@@ -69,11 +81,13 @@ import numpy as np
 
 from .errors import DexaiMemoryError
 from .extraction.form_writer import OfflineFormWriter
+from .lifecycle.links import discover_links
 from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
 from .recall.assembly import DURABLE_TYPES
 from .recall.forms import forms_metadata, needs_forms, wants_model_forms
 from .supersession.chain import consolidate as merge_into_abstract
 from .supersession.rules import content_words
+from .supersession.scan import scan_contradictions
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -118,6 +132,10 @@ class ConsolidationReport:
     #: Episodes (to be) cut to their summary, and to their compressed form (:func:`stage_episodes`).
     episodes_summarised: int = 0
     episodes_compressed: int = 0
+    #: New links between memories (:func:`~dexai_memory.lifecycle.links.discover_links`).
+    links_found: int = 0
+    #: Contradictions the scan recorded open (:func:`~dexai_memory.supersession.scan.scan_contradictions`).
+    contradictions_found: int = 0
 
     @property
     def superseded(self) -> int:
@@ -128,7 +146,8 @@ class ConsolidationReport:
         return {"user_id": self.user_id, "dry_run": self.dry_run, "candidates": self.candidates,
                 "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
                 "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built,
-                "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed}
+                "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed,
+                "links_found": self.links_found, "contradictions_found": self.contradictions_found}
 
 
 @dataclass
@@ -220,13 +239,18 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     """Merge clusters of similar old L2 memories into L3 abstracts (see the module docstring).
 
     In a dry run nothing is written and no summary is made (``summarizer``
-    may be None). ``progress(1)`` is called per cluster. Ends with
+    may be None). ``progress(1)`` is called per cluster. Then the contradiction scan and link
+    discovery over the memories current after the merge, and last
     :func:`store_forms` (abstracts included) with ``form_writer`` (None: the
     offline rules).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
     report.episodes_summarised, report.episodes_compressed = await stage_episodes(
         provider, user_id, settings, dry_run=dry_run, now=now)
+    report.contradictions_found = await scan_contradictions(
+        provider, user_id, dry_run=dry_run, now=now, since=last_scan(settings, user_id),
+        top_k=settings.supersession.comparison_top_k)
+    report.links_found = await discover_links(provider, user_id, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,
                                            model_limit=settings.consolidation.model_forms_per_run)
     if not dry_run:
@@ -270,6 +294,22 @@ def last_run(settings: Settings, user_id: str) -> dict[str, Any] | None:
         return None
     row = runs.get(user_id) if isinstance(runs, dict) else None
     return row if isinstance(row, dict) else None
+
+
+#: How far before the last run the contradiction scan looks again (a write during that run is not missed).
+SCAN_OVERLAP = timedelta(days=1)
+
+
+def last_scan(settings: Settings, user_id: str) -> datetime | None:
+    """Since when the contradiction scan decides memories: a day before the last recorded run that
+    scanned (None: no such run, scan everything)."""
+    last = last_run(settings, user_id)
+    if not last or "contradictions_found" not in last or not isinstance(last.get("at"), str):
+        return None
+    try:
+        return datetime.fromisoformat(last["at"]) - SCAN_OVERLAP
+    except ValueError:
+        return None
 
 
 #: Days after which an episode keeps only its summary, and only its compressed form (the design's ages).

@@ -371,6 +371,40 @@ class Contradiction:
                 "auto": self.auto}
 
 
+#: Kinds of link between two memories (found at consolidation, :mod:`dexai_memory.lifecycle.links`):
+#: they name the same rare entity, the same file; b fixes the error a reports; b gives the reason
+#: for the decision a states.
+LINK_KINDS = ("entity", "file", "fix", "reason")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLink:
+    """A link between two memories of one user: ``memory_a`` (the older, the error, the decision)
+    and ``memory_b`` (the newer, its fix, its reason), of a ``kind`` of :data:`LINK_KINDS`, with
+    what they share (``reason``: "both name Sweden"). A link is stored once per (a, b, kind)."""
+
+    user_id: str
+    memory_a: str
+    memory_b: str
+    kind: str
+    reason: str = ""
+    created_at: datetime = field(default_factory=utcnow)
+
+    def __post_init__(self) -> None:
+        if self.kind not in LINK_KINDS:
+            raise InvalidMemory(f"unknown link kind {self.kind!r} (expected one of: {', '.join(LINK_KINDS)})")
+        if self.memory_a == self.memory_b:
+            raise InvalidMemory(f"a memory cannot be linked to itself ({self.memory_a})")
+
+    def other(self, memory_id: str) -> str:
+        """The memory at the other end from ``memory_id``."""
+        return self.memory_b if memory_id == self.memory_a else self.memory_a
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory_a": self.memory_a, "memory_b": self.memory_b, "kind": self.kind, "reason": self.reason,
+                "created_at": self.created_at.isoformat()}
+
+
 @dataclass(frozen=True, slots=True)
 class HealthStatus:
     """What :meth:`MemoryProvider.health_check` reports."""

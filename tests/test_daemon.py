@@ -135,7 +135,35 @@ async def test_schedule_consolidation_on_demand(settings: Settings, provider: Na
         assert d.last_reports["consolidation"] == {"u": {"user_id": "u", "dry_run": False, "candidates": 0,
                                                          "method": "word-overlap", "merged": 0, "superseded": 0,
                                                          "clusters": [], "forms_built": 0,
-                                                         "episodes_summarised": 0, "episodes_compressed": 0}}
+                                                         "episodes_summarised": 0, "episodes_compressed": 0,
+                                                         "links_found": 0, "contradictions_found": 0}}
+
+
+async def test_the_scheduled_consolidation_links_memories_and_scans_for_contradictions(
+        settings: Settings, provider: NativeProvider) -> None:
+    """The daemon's scheduled job runs the link discovery and the contradiction scan: the links are
+    stored, the contradiction the write path kept (a pinned memory) is recorded open."""
+    from dexai_memory.lifecycle.contradictions import conflicts
+    from dexai_memory.lifecycle.links import links_of
+
+    fast = dataclasses.replace(settings, consolidation=dataclasses.replace(settings.consolidation,
+                                                                           interval_hours=0.0002))
+    lisbon = await provider.add(Memory("Sam lives in Lisbon", user_id="u", pinned=True))
+    porto = await provider.add(Memory("Sam lives in Porto", user_id="u"))
+    decision = await provider.add(Memory("We decided to go with Kafka for the event bus", user_id="u"))
+    reason = await provider.add(Memory("Kafka was picked for the event bus because RabbitMQ dropped messages "
+                                       "under load", user_id="u"))
+    async with daemon_for(fast, provider) as d:
+        for _ in range(100):
+            if d.runs["consolidation"] >= 1:
+                break
+            await asyncio.sleep(0.1)
+        report = d.last_reports["consolidation"]["u"]
+    assert report["contradictions_found"] == 1 and report["links_found"] == 2  # reason, Kafka
+    [open_one] = await conflicts(provider, "u")
+    assert (open_one.contradiction.memory_a, open_one.contradiction.memory_b) == (lisbon.id, porto.id)
+    assert [(k["kind"], k["other_id"]) for k in await links_of(provider, decision.id, user_id="u")] == [
+        ("reason", reason.id), ("entity", reason.id)]
 
 
 # --------------------------------------------------------------------------- socket

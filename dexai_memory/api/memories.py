@@ -22,6 +22,7 @@ from ..agent_tools.tools import Category, RememberStatus, facts_by_category, rem
 from ..errors import MemoryNotFound
 from ..lifecycle.closing import close
 from ..lifecycle.editing import edit
+from ..lifecycle.links import links_of
 from ..lifecycle.pins import pin, pinned_count
 from ..models import MANUAL_CONFIDENCE, SearchFilters
 from ..providers import history as timeline
@@ -160,7 +161,7 @@ async def add(request: Request) -> JSONResponse:
 
 
 async def get_memory(request: Request) -> JSONResponse:
-    """One memory in full (a forgotten one too).
+    """One memory in full (a forgotten one too), with its links to other memories (``links``).
     ---
     summary: Get a memory
     parameters:
@@ -171,8 +172,9 @@ async def get_memory(request: Request) -> JSONResponse:
       404: {description: not one of this user's}
     """
     api = state(request)
-    m = await api.provider.get(request.path_params["id"], user_id=user_of(request), include_deleted=True)
-    return JSONResponse(memory_json(m))
+    user = user_of(request)
+    m = await api.provider.get(request.path_params["id"], user_id=user, include_deleted=True)
+    return JSONResponse({**memory_json(m), "links": await links_of(api.provider, m.id, user_id=user)})
 
 
 async def edit_memory(request: Request) -> JSONResponse:

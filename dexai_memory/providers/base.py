@@ -6,8 +6,9 @@ The abstract methods are the primitives (:meth:`add`, :meth:`search`,
 ones are conveniences a backend may override to batch or use a native
 feature (:meth:`add_many`, :meth:`count`, :meth:`record_events`,
 :meth:`superseded_by`, :meth:`pin` / :meth:`promote`: one field change and its
-history entry, session notes). What a backend can do beyond them is declared
-in :attr:`MemoryProvider.capabilities`
+history entry, session notes), or primitives only some backends have
+(:meth:`restore`, :meth:`users`, :meth:`add_links` / :meth:`links`). What a
+backend can do beyond them is declared in :attr:`MemoryProvider.capabilities`
 (:class:`~.capabilities.ProviderCapabilities`), never probed.
 
 The store decides nothing and renders nothing. What a new statement does to
@@ -35,6 +36,7 @@ from ..models import (
     HealthStatus,
     Memory,
     MemoryEvent,
+    MemoryLink,
     MemoryType,
     SearchFilters,
     SearchResult,
@@ -206,6 +208,18 @@ class MemoryProvider(abc.ABC):
 
         Raises :class:`ProviderError` where the backend cannot list them."""
         raise ProviderError(f"the {self.name} provider cannot list its users")
+
+    async def add_links(self, links: Sequence[MemoryLink]) -> int:
+        """Store links between memories (``capabilities.links``); a link already stored (the same
+        user, a, b and kind) is left as it is. Returns how many were new.
+
+        Raises :class:`ProviderError` where the backend keeps no links."""
+        raise ProviderError(f"the {self.name} provider keeps no links between memories")
+
+    async def links(self, memory_ids: Sequence[str], *, user_id: str) -> builtins.list[MemoryLink]:
+        """Every link of ``user_id`` with one of ``memory_ids`` at either end, oldest first ([] where
+        the backend keeps none: recall then follows no links)."""
+        return []
 
     async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
         """Count that these memories were retrieved (injected into context) now."""

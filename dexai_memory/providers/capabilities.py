@@ -31,6 +31,8 @@ class ProviderCapabilities:
     restore: bool = False
     #: ``users()`` lists every user the store holds memories for (export, the cold path).
     list_users: bool = False
+    #: ``add_links`` / ``links`` keep links between memories (found at consolidation, followed by recall).
+    links: bool = False
 
     def __contains__(self, name: object) -> bool:
         """``"history" in caps``: whether the flag of that name is set (unknown names are not)."""

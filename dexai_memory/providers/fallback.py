@@ -109,9 +109,10 @@ class FailoverProvider(MemoryProvider):
         self.log = ReplayLog(log_path)
         self.recheck_seconds = recheck_seconds
         self.name = f"{primary.name}+native-fallback"
-        # restore and users() are not forwarded: a failover pair promises neither
+        # restore, users() and links are not forwarded: a failover pair promises none of them (links
+        # are a cold-path index: a store without them recalls without following links)
         self.capabilities = dataclasses.replace(primary.capabilities & native.capabilities, restore=False,
-                                                list_users=False)
+                                                list_users=False, links=False)
         self.primary_up = False
         self._primary_started = False
         self._checked_at = float("-inf")

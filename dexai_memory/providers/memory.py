@@ -3,7 +3,7 @@
 :class:`InMemoryProvider` implements only the storage primitives of
 :class:`~dexai_memory.providers.base.MemoryProvider` (add, get, update, delete,
 list, search, the history log) plus the cheap overrides of a few concrete ones
-(count, restore, superseded_by); supersession, tiers, history and as-of queries
+(count, restore, superseded_by) and the links between memories; supersession, tiers, history and as-of queries
 come from the ABC and :mod:`.history`, built on those primitives as for every
 backend. Search is by keywords: a memory matches when it shares a content word
 with the query (stop words left out), scored by the share of the query's
@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import copy
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidMemory, MemoryNotFound
@@ -27,6 +28,7 @@ from ..models import (
     HealthStatus,
     Memory,
     MemoryEvent,
+    MemoryLink,
     SearchFilters,
     SearchResult,
     utcnow,
@@ -86,7 +88,8 @@ class InMemoryProvider(MemoryProvider):
     """Memories in a dict, for tests and throw-away runs. See the module docstring."""
 
     name = "memory"
-    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, restore=True, list_users=True)
+    capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, restore=True, list_users=True,
+                                        links=True)
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,6 +97,8 @@ class InMemoryProvider(MemoryProvider):
         self._memories: dict[str, Memory] = {}
         #: (user_id, memory_id) -> that memory's history log, oldest first.
         self._events: dict[tuple[str, str], builtins.list[MemoryEvent]] = {}
+        #: (user_id, a, b, kind) -> the link, in the order stored.
+        self._links: dict[tuple[str, str, str, str], MemoryLink] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> InMemoryProvider:
@@ -135,6 +140,8 @@ class InMemoryProvider(MemoryProvider):
         if hard:
             del self._memories[memory_id]
             self._events.pop((user_id, memory_id), None)
+            self._links = {k: v for k, v in self._links.items()
+                           if not (k[0] == user_id and memory_id in (v.memory_a, v.memory_b))}
             return True
         if m.deleted:
             return False
@@ -152,6 +159,20 @@ class InMemoryProvider(MemoryProvider):
 
     async def record_event(self, event: MemoryEvent, *, user_id: str) -> None:
         self._events.setdefault((user_id, event.memory_id), []).append(event)
+
+    async def add_links(self, links: Sequence[MemoryLink]) -> int:
+        new = 0
+        for link in links:
+            key = (link.user_id, link.memory_a, link.memory_b, link.kind)
+            if key not in self._links:
+                self._links[key] = link
+                new += 1
+        return new
+
+    async def links(self, memory_ids: Sequence[str], *, user_id: str) -> builtins.list[MemoryLink]:
+        wanted = set(memory_ids)
+        return [k for k in self._links.values()
+                if k.user_id == user_id and (k.memory_a in wanted or k.memory_b in wanted)]
 
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:

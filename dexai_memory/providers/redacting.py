@@ -10,7 +10,8 @@ daemon's snapshots and notes, consolidation) it enters the store through
   (forms, captions, an episode's artifacts);
 * :meth:`update`: a new ``content`` and ``metadata``;
 * :meth:`record_event` / :meth:`record_events`: the history entry's reason and details (an
-  UPDATE keeps the text before and after, a NOOP the duplicate).
+  UPDATE keeps the text before and after, a NOOP the duplicate);
+* :meth:`add_links`: each link's reason (what the two memories share: a name, a file path).
 
 Redaction is idempotent, so text redacted before (by capture, extraction, an export being
 imported) passes unchanged, and a memory nothing is left of after redaction is refused
@@ -19,11 +20,12 @@ imported) passes unchanged, and a memory nothing is left of after redaction is r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..models import Memory, MemoryEvent
+from ..models import Memory, MemoryEvent, MemoryLink
 from ..text.redaction import redact, redact_all
 
 __all__ = ["WRITES", "redact_event", "redact_memory", "wrap_writes"]
@@ -86,10 +88,17 @@ def _record_events(fn: Callable[..., Any]) -> Callable[..., Any]:
     return record_events
 
 
+def _add_links(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def add_links(self: Any, links: Iterable[MemoryLink], *args: Any, **kwargs: Any) -> Any:
+        return await fn(self, [dataclasses.replace(k, reason=redact(k.reason)) for k in links], *args, **kwargs)
+    return add_links
+
+
 #: The write primitives and how each is wrapped.
 WRITES: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "add": _add, "add_many": _add_many, "update": _update, "record_event": _record_event,
-    "record_events": _record_events,
+    "record_events": _record_events, "add_links": _add_links,
 }
 
 

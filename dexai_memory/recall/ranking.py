@@ -13,8 +13,10 @@ Two entry points:
 * :func:`recall_block` - the block itself, *budget mode*: as many memories as fit
   ``max_tokens`` (``auto_recall.max_tokens``, 800; at most ``auto_recall.max_memories``)
   above a relevance floor (``auto_recall.relevance_threshold``), one memory per source
-  turn, notes and archived raw turns searched together. :attr:`RecallResult.memories` are
-  exactly the memories in the text. The LoCoMo benchmark measures this block.
+  turn, notes and archived raw turns searched together; the memories linked to the first hits
+  join the candidates, scored below them (:func:`with_links`, :mod:`.linked`).
+  :attr:`RecallResult.memories` are exactly the memories in the text. The LoCoMo benchmark
+  measures this block.
 
 What "relevance" means
 ----------------------
@@ -73,6 +75,7 @@ from .block import (
     compose_block,
     open_conflicts,
 )
+from .linked import Hit, linked_memories
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -249,11 +252,15 @@ class RecalledMemory:
     relevance: float
     similarity: float | None = None
     bm25_rank: int | None = None
+    #: How a memory brought in by a link came ("entity link from m_..."); None for a search hit.
+    via: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of ``dexai memory recall``: id, content, source_ids, score."""
+        """The JSON shape of ``dexai memory recall``: id, content, source_ids, score (and ``via``
+        for a memory a link brought in)."""
         return {"id": self.memory.id, "content": self.memory.content,
-                "source_ids": list(self.memory.source_ids), "score": round(self.score, 4)}
+                "source_ids": list(self.memory.source_ids), "score": round(self.score, 4),
+                **({"via": self.via} if self.via else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +375,24 @@ def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: Visib
     return block, tuple(by_id[m.id] for m in block.memories)
 
 
+async def with_links(provider: RecallSource, user_id: str, ranked: Sequence[RecalledMemory], *, floor: float,
+                     project: str | None) -> list[RecalledMemory]:
+    """``ranked`` with the memories linked to its first hits above ``floor`` added as candidates, each
+    scored below its source (:mod:`.linked`), best first; a memory already ranked keeps the better score."""
+    hits = [Hit(r.memory, r.score, r.relevance) for r in ranked if r.relevance >= floor]
+    linked = await linked_memories(provider, user_id, hits, project=project, types=BUDGET_TYPES, shows=is_evidence)
+    if not linked:
+        return list(ranked)
+    by_id = {r.memory.id: r for r in ranked}
+    for found in linked:
+        current = by_id.get(found.memory.id)
+        if current is not None and current.score >= found.score:
+            continue
+        relevance = max(found.relevance, current.relevance if current else 0.0)
+        by_id[found.memory.id] = RecalledMemory(found.memory, found.score, relevance, via=found.via)
+    return sorted(by_id.values(), key=lambda x: (-x.score, x.memory.id))
+
+
 async def _search(provider: RecallSource, query: str, user_id: str, project: str | None,
                   pool: int) -> list[SearchResult]:
     return await provider.search(query, user_id=user_id, filters=SearchFilters(project=project), limit=pool)
@@ -430,7 +455,9 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     (:data:`BUDGET_TYPES`; a transcript is the fallback for a turn whose notes
     missed the point), ranks by the provider's fused rank first
     (:data:`BUDGET_WEIGHTS`) and shows one memory per source turn
-    (``select(distinct_sources=True)``). ``pool`` defaults to
+    (``select(distinct_sources=True)``). With ``auto_recall.follow_links`` the memories linked
+    to the first hits join the candidates, scored below them (:func:`with_links`; not in a
+    look back). ``pool`` defaults to
     :data:`BUDGET_POOL` candidates. ``as_of`` searches what was valid at that time instead of
     what is current (superseded and archived memories whose validity window holds it, as
     ``dexai memory list/search --as-of``).
@@ -446,6 +473,8 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     exclude = set(exclude_ids)
     visible = VisibleContext(recent, exclude_ids=exclude) if recent or exclude else None
     floor = BUDGET_MODE_FLOOR if threshold is None else threshold
+    if settings.auto_recall.follow_links and as_of is None:
+        ranked = await with_links(provider, user_id, ranked, floor=floor, project=project)
     conflicts = await open_conflicts(provider, user_id, [r.memory for r in ranked])
     block, mems = select(ranked, threshold=floor, visible=visible, max_memories=max_memories,
                          max_tokens=limit, now=now, distinct_sources=True, conflicts=conflicts)

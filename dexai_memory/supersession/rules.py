@@ -370,6 +370,11 @@ class OfflineClassifier(UpdateClassifier):
         return UpdateDecision(UpdateAction.ADD, None, "no existing memory says this")
 
     async def classify(self, new_fact: str, existing: Sequence[Memory]) -> list[UpdateDecision]:
+        return self.classify_now(new_fact, existing)
+
+    def classify_now(self, new_fact: str, existing: Sequence[Memory]) -> list[UpdateDecision]:
+        """:meth:`classify` without a coroutine: the rules need no I/O, so work off the event loop
+        (the consolidation's contradiction scan, in a thread) calls them directly."""
         if not existing:
             return [UpdateDecision(UpdateAction.ADD, None, "nothing similar stored")]
         decisions = [self.decide(new_fact, m) for m in existing]

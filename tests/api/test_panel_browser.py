@@ -335,6 +335,24 @@ def test_search_filter_history_and_shortcut(page: Any, panel: Panel) -> None:
     assert page.locator("#sheet").is_visible()
 
 
+def test_the_history_box_shows_a_memorys_links(page: Any, panel: Panel) -> None:
+    """The links consolidation found (here the scheduled job's function on the panel's store) are listed
+    under a memory's history."""
+    from dexai_memory.lifecycle.links import discover_links
+
+    ids = panel.seed("linked", ("The nightly job fails with an out of memory error in exporter.py", "fact"),
+                     ("Fixed exporter.py: rows are streamed in batches of 500 now", "fact"))
+    assert panel.store(lambda p: discover_links(p, "linked")) == 2
+    open_panel(page, panel, "linked")
+    card(page, ids[0]).hover()
+    card(page, ids[0]).get_by_role("button", name="History of The nightly job fails with an out of memory error "
+                                                   "in exporter.py").click()
+    links = card(page, ids[0]).locator(".history .links")
+    links.wait_for()
+    text = links.inner_text()
+    assert "fix (a fix of this error): Fixed exporter.py" in text and "file (both name exporter.py)" in text
+
+
 LABELS_JS = """() => Array.from(document.querySelectorAll('button, input, select, textarea'))
   .filter((e) => e.offsetParent !== null)
   .filter((e) => {

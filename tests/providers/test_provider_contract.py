@@ -10,6 +10,7 @@ import pytest
 from dexai_memory.errors import InvalidMemory, MemoryNotFound, ProviderError
 from dexai_memory.models import (
     Memory,
+    MemoryLink,
     MemoryType,
     SearchFilters,
     Tier,
@@ -235,3 +236,30 @@ async def test_declared_capabilities_are_honoured(provider: MemoryProvider) -> N
     else:
         with pytest.raises(ProviderError):
             await provider.restore(m.id, user_id="sam")
+
+
+async def test_links_are_kept_once_and_go_with_an_erased_memory(provider: MemoryProvider) -> None:
+    """``add_links`` / ``links`` (``capabilities.links``): each (a, b, kind) stored once, found from
+    either end, scoped by user, its reason redacted, and erased with a memory (``forget --hard``)."""
+    a = await provider.add(Memory("The nightly export fails with an out of memory error", user_id="sam"))
+    b = await provider.add(Memory("Fixed the nightly export by streaming rows", user_id="sam"))
+    c = await provider.add(Memory("The export streams rows in batches of 500", user_id="sam"))
+    fix = MemoryLink("sam", a.id, b.id, "fix", "a fix of this error")
+    if not provider.capabilities.links:
+        with pytest.raises(ProviderError):
+            await provider.add_links([fix])
+        assert await provider.links([a.id], user_id="sam") == []
+        return
+    secret = "sk-ant-api03-" + "x" * 40
+    same = MemoryLink("sam", b.id, c.id, "entity", f"both name {secret}")
+    assert await provider.add_links([fix, same]) == 2
+    assert await provider.add_links([fix, MemoryLink("sam", a.id, b.id, "entity", "both name export")]) == 1
+    of_b = await provider.links([b.id], user_id="sam")
+    assert {(k.memory_a, k.memory_b, k.kind) for k in of_b} == {(a.id, b.id, "fix"), (b.id, c.id, "entity"),
+                                                                (a.id, b.id, "entity")}
+    assert all(secret not in k.reason for k in of_b)  # a link's reason is redacted like any text stored
+    assert [k.other(a.id) for k in await provider.links([a.id], user_id="sam")] == [b.id, b.id]
+    assert await provider.links([a.id, b.id], user_id="bob") == []  # another user's view: none
+    if provider.capabilities.hard_delete:
+        await provider.delete(b.id, user_id="sam", hard=True)
+        assert await provider.links([a.id, b.id, c.id], user_id="sam") == []

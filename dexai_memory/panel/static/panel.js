@@ -374,7 +374,18 @@
         item.append(events);
         list.append(item);
       }
-      box.replaceChildren(el("strong", {}, "History"), list);
+      const parts = [el("strong", {}, "History"), list];
+      // the memories consolidation linked to this one (same name or file, an error's fix, a decision's reason)
+      const links = (await api("GET", "/api/memories/" + encodeURIComponent(id))).links || [];
+      if (links.length) {
+        const linked = el("ul", { class: "links" });
+        for (const k of links) {
+          linked.append(el("li", { class: "event" }, k.kind + " (" + k.reason + "): " +
+            (k.other ? k.other.content + (k.other.current ? "" : " (not current)") : "(erased)")));
+        }
+        parts.push(el("strong", {}, "Linked"), linked);
+      }
+      box.replaceChildren(...parts);
     } catch (err) {
       box.textContent = "History unavailable: " + err.message;
     }
@@ -545,7 +556,8 @@
     if (s.last_run) {
       const r = s.last_run;
       parts.push("Last run " + when(r.at) + ": " + r.merged + " merged, " + r.superseded + " superseded, " +
-        r.episodes_summarised + " episodes summarised, " + r.episodes_compressed + " compressed.");
+        r.episodes_summarised + " episodes summarised, " + r.episodes_compressed + " compressed, " +
+        (r.links_found || 0) + " new links, " + (r.contradictions_found || 0) + " contradictions found.");
     } else {
       parts.push("Not run yet.");
     }

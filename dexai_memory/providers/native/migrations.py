@@ -197,6 +197,27 @@ def m005_commitments_into_memories() -> str:
     )
 
 
+@migration
+def m006_links() -> str:
+    """Links between memories (found at consolidation, followed by recall): a, b, kind, why, when;
+    one row per (user, a, b, kind)."""
+    return (
+        """
+        CREATE TABLE memory_links (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            memory_a TEXT NOT NULL,
+            memory_b TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            UNIQUE (user_id, memory_a, memory_b, kind)
+        );
+        CREATE INDEX ix_links_b ON memory_links (user_id, memory_b);
+        """
+    )
+
+
 def current_version(conn: Conn) -> int:
     """The highest applied migration number (0 for a new database)."""
     conn.execute(

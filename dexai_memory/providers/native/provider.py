@@ -35,6 +35,7 @@ from ...models import (
     HealthStatus,
     Memory,
     MemoryEvent,
+    MemoryLink,
     MemoryType,
     SearchFilters,
     SearchResult,
@@ -45,6 +46,7 @@ from ..capabilities import ProviderCapabilities
 from .contradictions import NativeContradictionLog
 from .damage import is_corruption
 from .database import DEFAULT_BUSY_RETRY_SECONDS, Database
+from .links import add_links, forget_links, links_of
 from .schema import COLUMNS, SELECT, list_query, memory_params, row_to_memory, ts, where_clause
 from .search import TermCounts, hybrid_search
 from .vectors import Vectors, blob, bulk_embedder
@@ -57,7 +59,7 @@ class NativeProvider(MemoryProvider):
 
     name = "native"
     capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, vector_search=True, exact_search=True,
-                                       restore=True, list_users=True)
+                                       restore=True, list_users=True, links=True)
 
     def __init__(self, path: str | Path, *, embedder: Embedder | None = None,
                  search: SearchConfig | None = None, busy_timeout_ms: int = 5000, vector_index: bool = True,
@@ -254,6 +256,7 @@ class NativeProvider(MemoryProvider):
             if self.vectors.ready:
                 await db.execute("DELETE FROM memories_vec WHERE rowid = ?", (rowid,))
             await db.execute("DELETE FROM memory_events WHERE memory_id = ? AND user_id = ?", (memory_id, user_id))
+            await forget_links(db, memory_id, user_id=user_id)
         self.vectors.forget_saved_graph(user_id)
         if self.vectors.index is not None:
             self.vectors.index.remove(user_id, rowid)
@@ -297,6 +300,13 @@ class NativeProvider(MemoryProvider):
             f"WHERE user_id = ? AND id IN ({','.join('?' * len(memory_ids))})",
             [ts(utcnow()), user_id, *memory_ids],
         )
+
+    async def add_links(self, links: Sequence[MemoryLink]) -> int:
+        """Store links (the ``memory_links`` table); returns how many were new."""
+        return await add_links(self.database, links)
+
+    async def links(self, memory_ids: Sequence[str], *, user_id: str) -> builtins.list[MemoryLink]:
+        return await links_of(self.db, memory_ids, user_id=user_id)
 
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:

@@ -105,6 +105,24 @@ def m002_team_scope() -> str:
     """
 
 
+@migration
+def m003_links() -> str:
+    """Links between memories (found at consolidation, followed by recall): one row per (user, a, b, kind)."""
+    return """
+        CREATE TABLE memory_links (
+            id BIGSERIAL PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            memory_a TEXT NOT NULL,
+            memory_b TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL,
+            UNIQUE (user_id, memory_a, memory_b, kind)
+        );
+        CREATE INDEX ix_links_b ON memory_links (user_id, memory_b);
+    """
+
+
 async def current_version(conn: psycopg.AsyncConnection) -> int:
     """The highest applied migration number (0 for a new schema)."""
     await conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "

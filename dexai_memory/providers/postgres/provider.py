@@ -38,8 +38,10 @@ from ...models import (
     HealthStatus,
     Memory,
     MemoryEvent,
+    MemoryLink,
     SearchFilters,
     SearchResult,
+    as_utc,
     utcnow,
 )
 from ..base import UPDATABLE_FIELDS, MemoryProvider, ProgressCallback
@@ -80,7 +82,7 @@ class PostgresProvider(MemoryProvider):
 
     name = "postgres"
     capabilities = ProviderCapabilities(history=True, as_of=True, hard_delete=True, vector_search=True, exact_search=True,
-                                       restore=True, list_users=True)
+                                       restore=True, list_users=True, links=True)
 
     def __init__(self, dsn: str, *, embedder: Embedder | None = None, search: SearchConfig | None = None,
                  schema: str = "dexai_memory", pool_size: int = 5, statement_timeout_seconds: float = 10.0,
@@ -227,6 +229,8 @@ class PostgresProvider(MemoryProvider):
             cur = await conn.execute("DELETE FROM memories WHERE id = %s AND user_id = %s", (memory_id, user_id))
             await conn.execute("DELETE FROM memory_events WHERE memory_id = %s AND user_id = %s",
                                (memory_id, user_id))
+            await conn.execute("DELETE FROM memory_links WHERE user_id = %s AND (memory_a = %s OR memory_b = %s)",
+                               (user_id, memory_id, memory_id))
         return cur.rowcount > 0
 
     async def restore(self, memory_id: str, *, user_id: str) -> Memory:
@@ -263,6 +267,27 @@ class PostgresProvider(MemoryProvider):
             await self.database.fetch("UPDATE memories SET retrieval_count = retrieval_count + 1, last_accessed = %s "
                               "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                               (utcnow(), user_id, builtins.list(memory_ids)))
+
+    async def add_links(self, links: Sequence[MemoryLink]) -> int:
+        """Store links (the ``memory_links`` table) in one statement; returns how many were new."""
+        if not links:
+            return 0
+        columns = builtins.list(zip(*[(k.user_id, k.memory_a, k.memory_b, k.kind, k.reason, k.created_at)
+                                      for k in links], strict=True))
+        rows = await self.database.fetch(
+            "INSERT INTO memory_links (user_id, memory_a, memory_b, kind, reason, created_at) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
+            "ON CONFLICT DO NOTHING RETURNING id", [builtins.list(c) for c in columns])
+        return len(rows)
+
+    async def links(self, memory_ids: Sequence[str], *, user_id: str) -> builtins.list[MemoryLink]:
+        ids = builtins.list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        rows = await self.database.fetch(
+            "SELECT memory_a, memory_b, kind, reason, created_at FROM memory_links WHERE user_id = %s "
+            "AND (memory_a = ANY(%s) OR memory_b = ANY(%s)) ORDER BY id", (user_id, ids, ids))
+        return [MemoryLink(user_id, a, b, kind, reason, as_utc(at) or utcnow()) for a, b, kind, reason, at in rows]
 
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:
