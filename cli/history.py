@@ -10,7 +10,15 @@ from typing import Any
 
 import click
 
-from dexai_memory.cli.common import Context, common_options, fail, parse_as_of, progress, run, store_request
+from dexai_memory.cli.common import (
+    Context,
+    common_options,
+    fail,
+    parse_as_of,
+    progress,
+    run,
+    store_request,
+)
 
 BACKENDS = {"offline": "the offline rules (no model, no tokens)", "api_key": "Claude Haiku (API key)",
             "claude_code": "Claude Haiku through your Claude Code sign-in"}

@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +84,13 @@ class Fingerprint:
         return bool(entry) and all(entry.get(k) == v for k, v in asdict(self).items())  # type: ignore[union-attr]
 
 
+def _sessions(data: dict[str, Any]) -> dict[str, Any]:
+    found = data.get("sessions")
+    return found if isinstance(found, dict) else {}
+
+
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class HistoryLog:
@@ -132,7 +137,7 @@ class HistoryLog:
         """Add or replace the entries of sessions just learned (stamped ``learned_at``)."""
         with self._locked():
             data = self._read()
-            sessions = data.get("sessions") if isinstance(data.get("sessions"), dict) else {}
+            sessions = _sessions(data)
             for sid, entry in entries.items():
                 sessions[sid] = {**entry, "learned_at": _now(), "forgotten_at": None}
             self._write({**data, "sessions": sessions})
@@ -141,7 +146,7 @@ class HistoryLog:
         """Stamp (or clear) the session's ``forgotten_at``; False when it was never learned."""
         with self._locked():
             data = self._read()
-            sessions = data.get("sessions") if isinstance(data.get("sessions"), dict) else {}
+            sessions = _sessions(data)
             if session_id not in sessions:
                 return False
             sessions[session_id]["forgotten_at"] = _now() if forgotten else None

@@ -34,7 +34,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..capture.history_log import Fingerprint, HistoryLog, claude_config_dir, projects_dir, transcript_files
+from ..capture.history_log import (
+    Fingerprint,
+    HistoryLog,
+    claude_config_dir,
+    projects_dir,
+    transcript_files,
+)
 from ..daemon.session_state import memory_disabled
 from ..errors import DexaiMemoryError
 from ..pipeline import PipelineReport

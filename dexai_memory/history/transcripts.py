@@ -33,12 +33,12 @@ from typing import Any
 
 from ..capture.episodes import user_text
 from ..capture.history_log import Fingerprint
+from ..daemon.catch_up import prompt_text
+from ..daemon.session_state import project_key, safe_id, text_of, turn_id
 from ..errors import InvalidMemory
 from ..lifecycle.learned import HISTORY_SESSION, HISTORY_SOURCE
 from ..models import Turn, as_utc
 from ..pipeline import NOTE_METADATA
-from ..daemon.catch_up import prompt_text
-from ..daemon.session_state import project_key, safe_id, text_of, turn_id
 
 #: Longest assistant reply kept as a prompt's context (characters, its end).
 MAX_REPLY = 2000
