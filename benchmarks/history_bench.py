@@ -145,14 +145,18 @@ def command(claude: Path, home: Path, *args: str, kill_after: float | None = Non
 
 
 def stored(home: Path) -> dict[str, int]:
-    """Notes and L3 transcripts in the store (soft-deleted apart)."""
+    """Notes and L3 transcripts in the store (soft-deleted apart); current notes, and how many of
+    them repeat another's text."""
     import sqlite3
 
     with sqlite3.connect(home / "memory.db") as conn:
         rows = dict(conn.execute("SELECT type = 'TRANSCRIPT', COUNT(*) FROM memories WHERE deleted = 0 "
                                  "GROUP BY type = 'TRANSCRIPT'").fetchall())
-        ids = {r[0] for r in conn.execute("SELECT id FROM memories WHERE deleted = 0 AND type != 'TRANSCRIPT'")}
-    return {"notes": rows.get(0, 0), "transcripts": rows.get(1, 0), "ids": len(ids)}
+        current = [r[0] for r in conn.execute(
+            "SELECT lower(content) FROM memories WHERE deleted = 0 AND type != 'TRANSCRIPT' "
+            "AND superseded_by IS NULL AND valid_until IS NULL")]
+    return {"notes": rows.get(0, 0), "transcripts": rows.get(1, 0), "current": len(current),
+            "current_duplicates": len(current) - len(set(current))}
 
 
 def run_corpus(claude: Path, work: Path) -> dict[str, Any]:
@@ -212,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "memories_per_prompt": straight["memories_per_prompt"],
                        "prompts_per_s": round(made["prompts"] / wall, 1),
                        "resume_same_memories": final["notes"] == straight["stored"]["notes"],
+                       "resumed_memories": final["notes"], "current_duplicates": straight["stored"]["current_duplicates"],
+                       "resumed_current_duplicates": final["current_duplicates"],
                        "sessions_recorded_at_kill": logged, "resumed_sessions": resumed["sessions"],
                        "extrapolated_100k_entries_min": round(per_entry * 100_000 / 60, 1)}
             params = {"sessions": args.sessions, "turns": args.turns}
