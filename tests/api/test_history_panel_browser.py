@@ -38,6 +38,7 @@ def test_forget_a_past_session_and_undo(panel: Panel, page: Any, tmp_path: Path)
     assert before
 
     open_panel(page, panel, USER)
+    page.locator("#close").click()  # the list is beside the persistent context, under the sheet
     row = page.locator('#history li[data-session="s-old"]')
     row.wait_for()
     assert "/home/dana/shop" in row.inner_text() and f"{len(before)} memor" in row.inner_text()
