@@ -16,6 +16,7 @@ from dexai_memory.cli.main import cli
 from dexai_memory.config import load_settings
 from dexai_memory.models import Memory, MemoryType, SearchFilters
 from dexai_memory.providers.native import NativeProvider
+from tests.cli.tty import run_on_tty
 
 U = "dana"
 SHOP = "/home/dana/shop"
@@ -195,3 +196,15 @@ def test_forget_a_session_and_undo(claude: Path, isolated_home: Path) -> None:
     assert json.loads(dexai("learn-history", "--yes", "--json").output)["sessions"] == 0
     assert dexai("undo", "--json").exit_code == 0
     assert {m.id for m in memories() if m.session_id == "s-old"} == {m.id for m in old}
+
+
+def test_on_a_terminal_it_asks_first(claude: Path, isolated_home: Path) -> None:
+    write_history(claude / "projects")
+    env = {"CLAUDE_CONFIG_DIR": str(claude), "DEXAI_EXTRACTOR": "offline"}
+    code, out = run_on_tty(["memory", "learn-history", "--user", U], answers="n\n", env=env)
+    assert code == 1 and "3 to learn (4 prompts" in out and "Learn these 3 sessions?" in out
+    assert HistoryLog(isolated_home, U).sessions() == {}
+    assert not (isolated_home / "memory.db").exists() or memories() == []
+    code, out = run_on_tty(["memory", "learn-history", "--user", U], answers="y\n", env=env)
+    assert code == 0 and "Learned 3 past sessions (4 prompts)" in out, out
+    assert set(HistoryLog(isolated_home, U).sessions()) == {"s-old", "s-blog", "s-new"}
