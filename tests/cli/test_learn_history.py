@@ -208,3 +208,15 @@ def test_on_a_terminal_it_asks_first(claude: Path, isolated_home: Path) -> None:
     code, out = run_on_tty(["memory", "learn-history", "--user", U], answers="y\n", env=env)
     assert code == 0 and "Learned 3 past sessions (4 prompts)" in out, out
     assert set(HistoryLog(isolated_home, U).sessions()) == {"s-old", "s-blog", "s-new"}
+
+
+def test_the_plan_counts_model_tokens_within_the_daily_budget(claude: Path, isolated_home: Path) -> None:
+    from dexai_memory.history.learn import CALL_OVERHEAD_TOKENS, plan
+
+    write_history(claude / "projects")
+    found = plan(load_settings(), U, backend="api_key")
+    assert found.backend == "api_key" and found.budget_left == load_settings().extraction.daily_token_budget
+    # one extraction call per session here (a batch holds 5 prompts), plus what the prompts say
+    assert 3 * CALL_OVERHEAD_TOKENS < found.est_tokens < 3 * CALL_OVERHEAD_TOKENS + 200
+    assert found.to_dict()["estimated_tokens"] == found.est_tokens
+    assert plan(load_settings(), U).est_tokens == 0  # offline: no tokens
