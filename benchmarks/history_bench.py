@@ -159,6 +159,26 @@ def stored(home: Path) -> dict[str, int]:
             "current_duplicates": len(current) - len(set(current))}
 
 
+def labelled(claude: Path, home: Path) -> dict[str, Any] | None:
+    """The real-session corpus's labelled items (``benchmarks/data/real_sessions/labels.json``) said
+    in the sessions learned: how many a stored note holds (any of the item's ``match``
+    alternatives, as ``real_sessions_bench`` counts "stored"). None when no labelled session is here."""
+    import sqlite3
+
+    from benchmarks.real_sessions_bench import CORPUS, matches
+
+    learned = {p.stem for p in (claude / "projects").glob("*/*.jsonl")}
+    items = [i for i in json.loads((CORPUS / "labels.json").read_text(encoding="utf-8"))["items"]
+             if i["said"]["session"].rsplit("/", 1)[-1] in learned]
+    if not items:
+        return None
+    with sqlite3.connect(home / "memory.db") as conn:
+        notes = [r[0] for r in conn.execute("SELECT content FROM memories WHERE deleted = 0 AND type != 'TRANSCRIPT'")]
+    found = [i["id"] for i in items if any(matches(n, i["match"]) for n in notes)]
+    return {"items": len(items), "stored": len(found), "share": round(len(found) / len(items), 3),
+            "missed": sorted(set(i["id"] for i in items) - set(found))}
+
+
 def run_corpus(claude: Path, work: Path) -> dict[str, Any]:
     home = work / "home"
     dry = command(claude, home, "--dry-run")
@@ -166,7 +186,7 @@ def run_corpus(claude: Path, work: Path) -> dict[str, Any]:
         f"in {dry['wall_s']} s")
     done = command(claude, home, "--yes", "--vectors", "later")
     kept = stored(home)
-    return {"dry_run": dry, "run": done, "stored": kept,
+    return {"dry_run": dry, "run": done, "stored": kept, "labelled": labelled(claude, home),
             "memories_per_prompt": round(kept["notes"] / done["prompts"], 3) if done["prompts"] else None}
 
 
@@ -186,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run_corpus(args.claude_dir, work)
             summary = {"sessions": result["run"]["sessions"], "prompts": result["run"]["prompts"],
                        "wall_s": result["run"]["wall_s"], "peak_rss_mb": result["run"]["peak_rss_mb"],
-                       "memories": result["stored"]["notes"], "memories_per_prompt": result["memories_per_prompt"]}
+                       "memories": result["stored"]["notes"], "memories_per_prompt": result["memories_per_prompt"],
+                       "labelled_items_stored": (result["labelled"] or {}).get("share")}
             params = {"claude_dir": str(args.claude_dir)}
         else:
             claude = work / "claude"
