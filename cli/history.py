@@ -37,8 +37,8 @@ def plan_text(data: dict[str, Any]) -> str:
     span = f", {data['first'][:10]} .. {data['last'][:10]}" if data["first"] and data["last"] else ""
     lines = [f"Claude Code sessions in {data['projects_dir']}: {data['sessions']} to learn "
              f"({data['prompts']} prompts, {data['bytes'] / 1e6:.1f} MB{span}); "
-             f"{data['already_learned']} learned before; {data['excluded']} left out (other project or date, "
-             "disabled project, no prompt)."]
+             f"{data['already_learned']} learned before; {data['captured_live']} captured live by the hooks; "
+             f"{data['excluded']} left out (other project or date, disabled project, no prompt)."]
     for row in data["projects"][:20]:
         when = f"  {row['first']} .. {row['last']}" if row["first"] else ""
         lines.append(f"  {row['project']}: {row['sessions']} session{'s' * (row['sessions'] != 1)}, "
@@ -114,7 +114,8 @@ def learn_history(since: datetime | None, dry_run: bool, yes: bool, limit: int |
         return
     from dexai_memory.history.learn import plan
 
-    found = plan(ctx.settings, ctx.user, config_dir=claude_dir, project=ctx.project, since=since)
+    found = plan(ctx.settings, ctx.user, config_dir=claude_dir, project=ctx.project, since=since,
+                 live=run(_live(ctx)))
     data = found.to_dict()
     if dry_run or not found.todo:
         text = plan_text(data) + ("\nDry run: nothing was read into memory." if dry_run and found.todo else
@@ -129,6 +130,19 @@ def learn_history(since: datetime | None, dry_run: bool, yes: bool, limit: int |
         click.confirm(f"Learn these {data['sessions']} sessions?", abort=True, err=True)
     learned = run(_learn(ctx, found, limit, vectors))
     ctx.emit({**data, **learned, "dry_run": False, "learned": True}, _done_text(learned))
+
+
+async def _live(ctx: Context) -> set[str]:
+    """The sessions the hooks already captured (left out: their prompts were read live)."""
+    from dexai_memory.datadir import ensure_home
+    from dexai_memory.lifecycle.learned import live_sessions
+    from dexai_memory.providers import make_provider
+
+    if ctx.settings.storage.provider == "native" and not ctx.settings.db_path.exists():
+        return set()  # a new install: nothing captured, and a dry run creates no store
+    ensure_home(ctx.settings.home)
+    async with make_provider(ctx.settings) as provider:
+        return await live_sessions(provider, ctx.user)
 
 
 async def _learn(ctx: Context, found: Any, limit: int | None, vectors: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Two steps, so nothing is read into memory before the user agrees:
 1. :func:`plan` finds the transcripts (:mod:`dexai_memory.capture.history_log`), reads each
    one not learned before (:func:`~.transcripts.read_session`), keeps those of ``project`` and
    active ``since`` (and none of a project in ``hooks.disabled_projects``: the hooks would not
-   have captured it), and estimates the cost: the time, and the model tokens when a model
+   have captured it; nor one the hooks did capture, live), and estimates the cost: the time, and the model tokens when a model
    extracts (``extraction.daily_token_budget`` caps them; past it the offline rules answer).
 2. :func:`learn` replays the planned sessions, oldest first (so the newest statement
    supersedes what an older one said), through the warm path's bulk form,
@@ -28,7 +28,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -79,6 +79,8 @@ class LearnPlan:
     learned: int = 0
     #: Sessions left out by ``project``, ``since`` or ``hooks.disabled_projects``, or with no prompt.
     excluded: int = 0
+    #: Sessions the live hooks captured (their memories are in the store already): left out.
+    live: int = 0
     #: ``"<file>: why"`` for each transcript that could not be read.
     unreadable: list[str] = field(default_factory=list)
     #: Where extraction goes: ``offline``, ``api_key`` or ``claude_code``.
@@ -124,7 +126,7 @@ class LearnPlan:
         return {"projects_dir": str(self.projects_dir), "sessions": len(self.todo), "prompts": self.prompts,
                 "bytes": self.size, "first": min(firsts).isoformat() if firsts else None,
                 "last": max(lasts).isoformat() if lasts else None, "already_learned": self.learned,
-                "excluded": self.excluded, "unreadable": self.unreadable, "extractor": self.backend,
+                "captured_live": self.live, "excluded": self.excluded, "unreadable": self.unreadable, "extractor": self.backend,
                 "estimated_seconds": round(self.est_seconds, 3), "estimated_tokens": self.est_tokens,
                 "budget_left_today": self.budget_left, "projects": self.by_project()}
 
@@ -155,11 +157,12 @@ def _estimate(plan: LearnPlan, settings: Settings) -> None:
 
 def plan(settings: Settings, user_id: str, *, config_dir: Path | None = None, project: str | None = None,
          since: datetime | None = None, env: Mapping[str, str] | None = None,
-         backend: str | None = None) -> LearnPlan:
+         backend: str | None = None, live: Collection[str] = ()) -> LearnPlan:
     """What :func:`learn` would do for ``user_id`` (see the module docstring). ``config_dir``:
     Claude Code's (default ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``); ``env``: the variables the
     project is derived with (``$DEXAI_MEMORY_PROJECT``; default this process's); ``backend``:
-    the extraction backend (default: the configured one, as the daemon would choose it)."""
+    the extraction backend (default: the configured one, as the daemon would choose it); ``live``:
+    the sessions the hooks captured (:func:`~dexai_memory.lifecycle.learned.live_sessions`), left out."""
     root = projects_dir(config_dir or claude_config_dir())
     out = LearnPlan(root)
     logged = HistoryLog(settings.home, user_id).sessions()
@@ -176,6 +179,9 @@ def plan(settings: Settings, user_id: str, *, config_dir: Path | None = None, pr
         entry = logged.get(session.session_id)
         if entry and session.fingerprint.matches(entry):
             out.learned += 1
+            continue
+        if session.session_id in live and entry is None:
+            out.live += 1
             continue
         last = session.last_at or datetime.fromtimestamp(session.fingerprint.mtime_ns / 1e9).astimezone()
         if (not session.prompts or (project and not _matches(session, project)) or (since and last < since)

@@ -41,6 +41,14 @@ async def session_memories(provider: MemoryProvider, user_id: str, session_id: s
     return [m for m in found if is_learned(m, session_id)]
 
 
+async def live_sessions(provider: MemoryProvider, user_id: str) -> set[str]:
+    """The sessions the live hooks stored memories from (any memory of the session not learned
+    from history): ``learn-history`` leaves them out, their prompts were read already."""
+    found = await provider.list(user_id=user_id, filters=SearchFilters(valid_only=False, include_archived=True),
+                                limit=READ_LIMIT)
+    return {m.session_id for m in found if m.session_id and not is_learned(m)}
+
+
 async def forget_session(provider: MemoryProvider, home: Path, user_id: str, session_id: str) -> ClearRecord:
     """Soft-delete every memory learned from ``session_id``, undoable as a clear (see the module
     docstring). Returns the record (its ``ids``: what was forgotten; none when nothing was)."""
