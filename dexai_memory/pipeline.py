@@ -551,7 +551,11 @@ class Pipeline:
                 extracted.extend((n, group_turns) for n in notes)
             report.extracted += len(extracted)
             # one embedding batch for the chunk's transcripts and notes
-            new_transcripts = [m for m in (transcript_memory(t) for t in clean_turns) if m.id not in archived]
+            fresh: dict[str, Memory] = {}  # a turn id twice in a chunk (a session's file copied) is one transcript
+            for m in (transcript_memory(t) for t in clean_turns):
+                if m.id not in archived:
+                    fresh.setdefault(m.id, m)
+            new_transcripts = list(fresh.values())
             embedder = getattr(self.provider, "embedder", None) if embed else None
             if embedder is not None:
                 texts = [m.content for m in new_transcripts] if self.settings.search.embed_transcripts else []

@@ -25,6 +25,7 @@ is learned from history (:mod:`dexai_memory.lifecycle.learned`).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +35,7 @@ from typing import Any
 from ..capture.episodes import user_text
 from ..capture.history_log import Fingerprint
 from ..daemon.catch_up import prompt_text
-from ..daemon.session_state import project_key, safe_id, text_of, turn_id
+from ..daemon.session_state import PROJECT_ENV, project_key, safe_id, text_of, turn_id
 from ..errors import InvalidMemory
 from ..lifecycle.learned import HISTORY_SESSION, HISTORY_SOURCE
 from ..models import Turn, as_utc
@@ -76,20 +77,24 @@ class HistorySession:
 
     @property
     def turn_count(self) -> int:
-        """How many turns :meth:`turns` gives."""
+        """How many turns :meth:`turns` gives (at most)."""
         return len(self.prompts) + sum(1 for p in self.prompts if p.reply.strip())
 
     def turns(self, user_id: str) -> list[Turn]:
         """The turns to replay, oldest first: each prompt after its context (the reply before it)."""
         mark = {"source": HISTORY_SOURCE, HISTORY_SESSION: self.session_id}
         out: list[Turn] = []
+        seen: set[str] = set()
         for p in self.prompts:
+            tid = f"{safe_id(self.session_id)}:user:{p.prompt_id}" if p.prompt_id else \
+                turn_id(self.session_id, "user", p.text)
+            if tid in seen:  # the same prompt again ("yes", "continue"): one turn, as the live queue keeps it
+                continue
+            seen.add(tid)
             if p.reply.strip():
                 out.append(Turn(id=turn_id(self.session_id, "assistant", p.reply), user_id=user_id,
                                 content=p.reply, role="assistant", timestamp=p.at, session_id=self.session_id,
                                 project=self.project, metadata={"source": "claude-code:assistant"}))
-            tid = f"{safe_id(self.session_id)}:user:{p.prompt_id}" if p.prompt_id else \
-                turn_id(self.session_id, "user", p.text)
             out.append(Turn(id=tid, user_id=user_id, content=p.text, role="user", timestamp=p.at,
                             session_id=self.session_id, project=self.project,
                             metadata={"source": "claude-code:user", NOTE_METADATA: mark}))
@@ -173,7 +178,16 @@ def read_session(path: Path, env: Mapping[str, str] | None = None) -> HistorySes
                                          when or last, reply))
             reply = ""
     sid = session_id or path.stem
-    project = project_key({"cwd": cwd}, env) if cwd else None
-    return HistorySession(path=path, session_id=sid, slug=path.parent.name, cwd=cwd, project=project,
+    return HistorySession(path=path, session_id=sid, slug=path.parent.name, cwd=cwd, project=_project(cwd, env),
                           fingerprint=fingerprint, prompts=tuple(prompts), first_at=first, last_at=last,
                           lines=lines, undated=undated)
+
+
+def _project(cwd: str | None, env: Mapping[str, str] | None) -> str | None:
+    """The project the hooks would store a session of ``cwd`` under; a directory of another system
+    (``C:\\Users\\...`` read on Linux) is kept as written, not made relative to this one."""
+    if not cwd:
+        return None
+    if os.path.isabs(cwd):
+        return project_key({"cwd": cwd}, env)
+    return (os.environ if env is None else env).get(PROJECT_ENV) or cwd

@@ -234,3 +234,17 @@ def test_a_session_the_hooks_captured_is_left_out(claude: Path, isolated_home: P
     data = json.loads(dexai("learn-history", "--dry-run", "--json").output)
     assert data["sessions"] == 2 and data["captured_live"] == 1
     assert {r["project"] for r in data["projects"]} == {SHOP}
+
+
+def test_a_repeated_prompt_and_a_foreign_directory(claude: Path, isolated_home: Path) -> None:
+    """"yes" typed twice without a promptId is one turn (as the live queue keeps it); a session
+    recorded on Windows keeps its directory as its project."""
+    t = Transcript(claude / "projects", "s-win", "C:\\Users\\dana\\shop", "2026-10-05")
+    for text in ("Use tabs in the Makefile, never spaces.", "yes", "yes"):
+        t._write({"type": "user", "message": {"role": "user", "content": text}})
+        t.reply("Ok?")
+    out = dexai("learn-history", "--yes", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["archived"] == 2
+    notes = [m for m in memories() if m.type is not MemoryType.TRANSCRIPT]
+    assert notes and all(m.project == "C:\\Users\\dana\\shop" for m in memories())
