@@ -12,7 +12,9 @@ Two steps, so nothing is read into memory before the user agrees:
    :meth:`~dexai_memory.pipeline.Pipeline.ingest`: redaction and ``<private>``, the evidence
    rule and the live gate (``extraction.gate_threshold``), the configured extractor,
    supersession (dated at the turn: ``valid_from`` is when it was said), the store. Sessions go
-   in batches of about :data:`BATCH_TURNS` turns; after each batch the :class:`HistoryLog`
+   in batches of about :data:`BATCH_TURNS` turns, each session's episodes (the files, commands
+   and fixes of each stretch, as PreCompact and SessionEnd record them live) stored after its
+   batch; after each batch the :class:`HistoryLog`
    records them, so an interrupted run resumes where it stopped (a batch cut short is replayed,
    and adds nothing twice: every id is deterministic) and a second run skips them.
 
@@ -42,13 +44,14 @@ from ..capture.history_log import (
     transcript_files,
 )
 from ..daemon.session_state import memory_disabled
-from ..errors import DexaiMemoryError
+from ..errors import DexaiMemoryError, InvalidMemory, MemoryNotFound
 from ..pipeline import PipelineReport
 from ..text.tokens import count_tokens
 from .transcripts import HistorySession, read_session
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
 
@@ -229,10 +232,12 @@ class LearnRun:
     sessions: int = 0
     prompts: int = 0
     seconds: float = 0.0
+    #: Episodes stored (one per stretch between compactions; those stored before apart).
+    episodes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"sessions": self.sessions, "prompts": self.prompts, "seconds": round(self.seconds, 2),
-                **self.report.to_dict()}
+                "episodes": self.episodes, **self.report.to_dict()}
 
 
 def batches(sessions: Sequence[HistorySession], max_turns: int = BATCH_TURNS) -> Iterator[list[HistorySession]]:
@@ -247,6 +252,35 @@ def batches(sessions: Sequence[HistorySession], max_turns: int = BATCH_TURNS) ->
             group, turns = [], 0
     if group:
         yield group
+
+
+async def store_episodes(provider: MemoryProvider, user_id: str, sessions: Sequence[HistorySession], *,
+                         vectors: str = "later") -> int:
+    """Store the sessions' episodes (EPISODE memories, dated at the stretch's end, marked with their
+    session); one stored before (by the live hooks, or a run cut short) is kept. Returns how many
+    were added."""
+    from ..lifecycle.learned import HISTORY_SESSION
+    from ..models import as_utc
+
+    added = 0
+    async with provider.deferred_vectors() if vectors == "later" else contextlib.nullcontext():
+        for s in sessions:
+            for episode in s.episodes:
+                memory = episode.memory(user_id, s.project)
+                try:
+                    when = as_utc(episode.ended_at) if episode.ended_at else None
+                except InvalidMemory:
+                    when = None
+                memory = memory.replace(metadata={**memory.metadata, HISTORY_SESSION: s.session_id},
+                                        **({"created_at": when, "valid_from": when} if when else {}))
+                try:
+                    await provider.get(memory.id, user_id=user_id, include_deleted=True)
+                    continue
+                except MemoryNotFound:
+                    pass
+                await provider.add(memory)
+                added += 1
+    return added
 
 
 async def learn(settings: Settings, user_id: str, sessions: Sequence[HistorySession], *,
@@ -275,6 +309,8 @@ async def learn(settings: Settings, user_id: str, sessions: Sequence[HistorySess
                 report = await pipeline.ingest(turns, user_id=user_id, vectors=vectors, archive_evidence=False,
                                                threshold=settings.extraction.gate_threshold, progress=progress)
                 run.report.merge(report)
+                if settings.hooks.episodes:
+                    run.episodes += await store_episodes(provider, user_id, group, vectors=vectors)
                 log.record({s.session_id: s.entry() for s in group})
                 run.sessions += len(group)
                 run.prompts += sum(len(s.prompts) for s in group)

@@ -12,11 +12,13 @@ keeps what the live hooks capture:
 * before each prompt, the assistant's **last reply** (what Stop hands the daemon), kept only as
   the context the prompt is read with ("yes, use pnpm" answers it): evidence, never a memory
   (:mod:`dexai_memory.capture.evidence`);
+* its **episodes**: one per stretch between compactions, the files, commands, commits and fixes
+  of it (:mod:`dexai_memory.capture.episodes`), as PreCompact and SessionEnd record them;
 * the session's **project**: the one the hooks store it under, from its ``cwd``
   (:func:`~dexai_memory.daemon.session_state.project_key`: ``$DEXAI_MEMORY_PROJECT``, else the
   git root, else the directory).
 
-Tool results are not read at all. :meth:`HistorySession.turns` gives the turns
+Tool results are read only for the episodes' artifacts. :meth:`HistorySession.turns` gives the turns
 :meth:`~dexai_memory.pipeline.Pipeline.ingest` replays, with the live hooks' turn ids (a
 prompt the hooks already captured is not stored twice) and the note metadata that marks what
 is learned from history (:mod:`dexai_memory.lifecycle.learned`).
@@ -32,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..capture.episodes import user_text
+from ..capture.episodes import Episode, build_episode, user_text
 from ..capture.history_log import Fingerprint
 from ..daemon.catch_up import prompt_text
 from ..daemon.session_state import PROJECT_ENV, project_key, safe_id, text_of, turn_id
@@ -74,6 +76,9 @@ class HistorySession:
     lines: int = 0
     #: Prompts that had no time of their own (dated at the previous entry with one).
     undated: int = field(default=0, compare=False)
+    #: One per stretch between compactions, as PreCompact and SessionEnd record them live
+    #: (:func:`~dexai_memory.capture.episodes.build_episode`: the same ids).
+    episodes: tuple[Episode, ...] = field(default=(), compare=False)
 
     @property
     def turn_count(self) -> int:
@@ -137,17 +142,24 @@ def read_session(path: Path, env: Mapping[str, str] | None = None) -> HistorySes
     prompts: list[HistoryPrompt] = []
     reply = ""
     lines = undated = 0
+    stretch: list[dict[str, Any]] = []  # the entries since the last compaction: one episode
+    ended: list[list[dict[str, Any]]] = []
     with path.open("rb") as fh:
         for raw in fh:
             if not raw.strip():
                 continue
             lines += 1
+            if b'"compact_boundary"' in raw:  # as the live PreCompact cuts it (capture.episodes.stretch_entries)
+                ended.append(stretch)
+                stretch = []
+                continue
             try:
                 entry = json.loads(raw)
             except ValueError:
                 continue
             if not isinstance(entry, dict):
                 continue
+            stretch.append(entry)
             when = _when(entry.get("timestamp"))
             if when is not None:
                 first = first or when
@@ -178,9 +190,10 @@ def read_session(path: Path, env: Mapping[str, str] | None = None) -> HistorySes
                                          when or last, reply))
             reply = ""
     sid = session_id or path.stem
+    episodes = tuple(e for e in (build_episode(part, sid) for part in [*ended, stretch] if part) if e is not None)
     return HistorySession(path=path, session_id=sid, slug=path.parent.name, cwd=cwd, project=_project(cwd, env),
                           fingerprint=fingerprint, prompts=tuple(prompts), first_at=first, last_at=last,
-                          lines=lines, undated=undated)
+                          lines=lines, undated=undated, episodes=episodes)
 
 
 def _project(cwd: str | None, env: Mapping[str, str] | None) -> str | None:

@@ -1,8 +1,9 @@
 """What was learned from one past Claude Code session, and forgetting it at once.
 
 ``dexai memory learn-history`` (:mod:`dexai_memory.history`) marks every memory it stores with
-``metadata["source"] = "history"`` and ``metadata["history_session"]`` (the session's id; the
-memory's ``session_id`` is the same). :func:`session_memories` finds them (current, superseded
+``metadata["history_session"]`` (the session's id; the memory's ``session_id`` is the same), and
+its notes and transcripts with ``metadata["source"] = "history"`` (an episode keeps its
+``source``, "episode"). :func:`session_memories` finds them (current, superseded
 and archived ones alike); :func:`forget_session` soft-deletes them as one clear, so
 ``dexai memory undo`` (``POST /api/undo``) brings them back within ``lifecycle.undo_minutes``
 (:mod:`.clear`), after which the daemon's cleanup erases them. A memory a dropped one had
@@ -28,10 +29,8 @@ HISTORY_SESSION = "history_session"
 
 def is_learned(memory: Memory, session_id: str | None = None) -> bool:
     """Whether ``memory`` was learned from a past session (that one, when ``session_id`` is given)."""
-    meta = memory.metadata or {}
-    if meta.get("source") != HISTORY_SOURCE:
-        return False
-    return session_id is None or meta.get(HISTORY_SESSION) == session_id
+    learned = (memory.metadata or {}).get(HISTORY_SESSION)
+    return bool(learned) and (session_id is None or learned == session_id)
 
 
 async def session_memories(provider: MemoryProvider, user_id: str, session_id: str) -> list[Memory]:

@@ -126,7 +126,7 @@ def test_learn_marks_the_source_dates_and_supersedes_then_skips(claude: Path, is
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["learned"] and data["sessions"] == 3 and data["prompts"] == 4 and data["memories"] >= 3
-    notes = [m for m in memories() if m.type is not MemoryType.TRANSCRIPT]
+    notes = [m for m in memories() if m.type not in (MemoryType.TRANSCRIPT, MemoryType.EPISODE)]
     everything = memories()
     text = " ".join(m.content for m in everything)
     # tool output and the assistant's narration are not stored; secrets and <private> never are
@@ -135,7 +135,13 @@ def test_learn_marks_the_source_dates_and_supersedes_then_skips(claude: Path, is
     assert all(m.metadata.get("role") == "user" for m in everything if m.type is MemoryType.TRANSCRIPT)
     # every memory carries its source session and is dated when it was said
     for m in everything:
-        assert m.metadata["source"] == "history" and m.metadata["history_session"] == m.session_id
+        assert m.metadata["source"] == ("episode" if m.type is MemoryType.EPISODE else "history")
+        assert m.metadata["history_session"] == m.session_id
+    # the session's episode, as SessionEnd records it: its commands, dated at its end
+    episode = next(m for m in everything if m.type is MemoryType.EPISODE)
+    assert episode.session_id == "s-old" and "npm test" in episode.metadata["artifacts"]["commands"]
+    assert episode.valid_from.isoformat().startswith("2026-10-02") and data["episodes"] == 1
+    assert "Jenkins" not in episode.content  # tool output: not in it either
     staging = next(m for m in notes if "shopdb-staging" in m.content)
     assert staging.session_id == "s-old" and staging.project == SHOP
     assert staging.valid_from is not None and staging.valid_from.isoformat().startswith("2026-10-02")
