@@ -145,8 +145,8 @@ def command(claude: Path, home: Path, *args: str, kill_after: float | None = Non
 
 
 def stored(home: Path) -> dict[str, int]:
-    """Notes and L3 transcripts in the store (soft-deleted apart); current notes, and how many of
-    them repeat another's text."""
+    """Memories (notes and episodes) and L3 transcripts in the store (soft-deleted apart); current
+    ones, and how many of them repeat another's text."""
     import sqlite3
 
     with sqlite3.connect(home / "memory.db") as conn:
@@ -173,9 +173,12 @@ def labelled(claude: Path, home: Path) -> dict[str, Any] | None:
     if not items:
         return None
     with sqlite3.connect(home / "memory.db") as conn:
-        notes = [r[0] for r in conn.execute("SELECT content FROM memories WHERE deleted = 0 AND type != 'TRANSCRIPT'")]
-    found = [i["id"] for i in items if any(matches(n, i["match"]) for n in notes)]
+        rows = conn.execute("SELECT type, content FROM memories WHERE deleted = 0 AND type != 'TRANSCRIPT'").fetchall()
+    found = [i["id"] for i in items if any(matches(c, i["match"]) for _, c in rows)]
+    # "stored as a note": in a memory recall shows, not only in an episode's list of prompts
+    as_note = [i["id"] for i in items if any(matches(c, i["match"]) for t, c in rows if t != "EPISODE")]
     return {"items": len(items), "stored": len(found), "share": round(len(found) / len(items), 3),
+            "as_note": len(as_note), "as_note_share": round(len(as_note) / len(items), 3),
             "missed": sorted(set(i["id"] for i in items) - set(found))}
 
 
@@ -186,8 +189,10 @@ def run_corpus(claude: Path, work: Path) -> dict[str, Any]:
         f"in {dry['wall_s']} s")
     done = command(claude, home, "--yes", "--vectors", "later")
     kept = stored(home)
+    prompts = done["prompts"] or 1
     return {"dry_run": dry, "run": done, "stored": kept, "labelled": labelled(claude, home),
-            "memories_per_prompt": round(kept["notes"] / done["prompts"], 3) if done["prompts"] else None}
+            "memories_per_prompt": round(kept["notes"] / prompts, 3),
+            "notes_per_prompt": round((kept["notes"] - done["episodes"]) / prompts, 3)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -207,7 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary = {"sessions": result["run"]["sessions"], "prompts": result["run"]["prompts"],
                        "wall_s": result["run"]["wall_s"], "peak_rss_mb": result["run"]["peak_rss_mb"],
                        "memories": result["stored"]["notes"], "memories_per_prompt": result["memories_per_prompt"],
-                       "labelled_items_stored": (result["labelled"] or {}).get("share")}
+                       "notes_per_prompt": result["notes_per_prompt"], "episodes": result["run"]["episodes"],
+                       "labelled_items_stored": (result["labelled"] or {}).get("share"),
+                       "labelled_items_stored_as_note": (result["labelled"] or {}).get("as_note_share")}
             params = {"claude_dir": str(args.claude_dir)}
         else:
             claude = work / "claude"
