@@ -188,7 +188,7 @@ def plan(settings: Settings, user_id: str, *, config_dir: Path | None = None, pr
             continue
         last = session.last_at or datetime.fromtimestamp(session.fingerprint.mtime_ns / 1e9).astimezone()
         if (not session.prompts or (project and not _matches(session, project)) or (since and last < since)
-                or memory_disabled(settings, {"cwd": session.cwd or ""}, {}) == "project disabled"):
+                or (session.cwd and memory_disabled(settings, {"cwd": session.cwd}, {}) == "project disabled")):
             out.excluded += 1
             continue
         out.todo.append(session)

@@ -254,3 +254,12 @@ def test_a_repeated_prompt_and_a_foreign_directory(claude: Path, isolated_home: 
     assert json.loads(out.output)["archived"] == 2
     notes = [m for m in memories() if m.type is not MemoryType.TRANSCRIPT]
     assert notes and all(m.project == "C:\\Users\\dana\\shop" for m in memories())
+
+
+def test_a_disabled_project_is_left_out(claude: Path, isolated_home: Path) -> None:
+    write_history(claude / "projects")
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "memory.yaml").write_text(f"hooks:\n  disabled_projects: [{BLOG}]\n")
+    data = json.loads(dexai("learn-history", "--dry-run", "--json").output)
+    assert data["sessions"] == 2 and data["excluded"] == 1
+    assert {r["project"] for r in data["projects"]} == {SHOP}
