@@ -263,3 +263,38 @@ def test_a_disabled_project_is_left_out(claude: Path, isolated_home: Path) -> No
     data = json.loads(dexai("learn-history", "--dry-run", "--json").output)
     assert data["sessions"] == 2 and data["excluded"] == 1
     assert {r["project"] for r in data["projects"]} == {SHOP}
+
+
+async def test_beside_a_running_daemon(claude: Path, isolated_home: Path) -> None:
+    """The daemon (the one writer of the hooks' captures) runs and answers hooks while learn-history
+    writes from its own process; --forget then goes through the daemon's write lock."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.hook_daemon import handle, running_daemon
+
+    write_history(claude / "projects")
+    settings = load_settings()
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(claude), "DEXAI_EXTRACTOR": "offline"}
+
+    def cli_json(*args: str) -> Any:
+        done = subprocess.run([sys.executable, "-m", "dexai_memory.cli.main", "memory", *args, "--user", U, "--json"],
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    async with running_daemon(settings, serve_socket=True) as daemon:
+        learning = asyncio.create_task(asyncio.to_thread(cli_json, "learn-history", "--yes"))
+        for n in range(5):  # hooks keep being answered meanwhile
+            await handle(daemon, "user-prompt-submit", {"session_id": "s-live", "prompt": f"question {n}"}, user=U)
+        data = await learning
+        assert data["sessions"] == 3 and data["memories"] >= 3
+        kept = await daemon.provider.list(user_id=U, filters=SearchFilters(session_id="s-old", valid_only=False,
+                                                                            include_archived=True), limit=100)
+        assert kept
+        before = daemon.ipc.requests
+        out = await asyncio.to_thread(cli_json, "learn-history", "--forget", "s-old")
+        assert out["forgotten"] == len(kept) and daemon.ipc.requests > before
+        assert not await daemon.provider.list(user_id=U, filters=SearchFilters(session_id="s-old", valid_only=False,
+                                                                                include_archived=True), limit=100)
