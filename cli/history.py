@@ -97,9 +97,11 @@ def learn_history(since: datetime | None, dry_run: bool, yes: bool, limit: int |
     after you agree replays them through the same path as live sessions: your typed
     prompts (the assistant's replies only as their context, tool output never),
     redacted, gated, extracted and stored through supersession, oldest first so the
-    newest statement wins, each memory dated when it was said. Each session keeps
-    its project (the git root of its directory, as the hooks store it). --project
-    (a directory, its name, or Claude Code's folder name) and --since narrow it.
+    newest statement wins, each memory dated when it was said, plus each
+    session's episodes (files, commands, commits, fixes). Each session keeps its
+    project (the git root of its directory, as the hooks store it); sessions the
+    hooks captured live are left out. --project (a directory, its name, or
+    Claude Code's folder name) and --since narrow it.
 
     On a terminal it asks first and shows a progress line; without one (or with
     --json) --yes is required. An interrupted run resumes where it stopped; a
