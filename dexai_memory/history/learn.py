@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 #: Turns replayed per batch (one :meth:`Pipeline.ingest` call, then the sessions are recorded).
 BATCH_TURNS = 1000
 #: Offline: seconds per prompt replayed (extraction, supersession, storing) and per MB of transcript
-#: read (``benchmarks/history_bench.py``: 17,044 prompts, 143 MB in 351 s on two busy cores).
+#: read (``benchmarks/history_bench.py``: 17,044 prompts, 143 MB in 302 s on two busy cores).
 OFFLINE_SECONDS_PER_PROMPT = 0.02
 READ_SECONDS_PER_MB = 0.12
 #: With a model: seconds per extraction call (one batch of ``extraction.batch_size`` prompts).
