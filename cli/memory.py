@@ -32,6 +32,7 @@ from dexai_memory.providers import history as timeline
 #: Subcommands that live in their own modules.
 LAZY = {
     "ingest": "dexai_memory.cli.ingest:ingest",
+    "learn-history": "dexai_memory.cli.history:learn_history",
     "consolidate": "dexai_memory.cli.lifecycle:consolidate",
     "retry": "dexai_memory.cli.lifecycle:retry",
     "recall": "dexai_memory.cli.recall:recall",

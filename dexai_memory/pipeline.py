@@ -72,6 +72,10 @@ logger = logging.getLogger(__name__)
 
 #: Recent turns given to the gate (novelty) and the extractor (context).
 RECENT_TURNS = 5
+#: A turn's metadata key holding a dict copied into the metadata of every memory taken from the
+#: turn (its notes and its L3 transcript): where the turn came from, e.g. ``{"source": "history",
+#: "history_session": ...}`` for a past Claude Code session (:mod:`dexai_memory.history`).
+NOTE_METADATA = "note_metadata"
 #: Turns handled per ingest step (one embedding batch, one archive transaction).
 INGEST_CHUNK = 200
 ProgressCallback = Callable[[int], None]
@@ -122,6 +126,14 @@ class PipelineReport:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+@dataclass(frozen=True)
+class IngestOptions:
+    """How :meth:`Pipeline.ingest` admits and archives turns (see its docstring)."""
+
+    threshold: float
+    archive_evidence: bool = True
+
+
 @dataclass
 class WriteBehind:
     """Ingest's buffer of notes decided ADD but not yet written (see :meth:`Pipeline.store_note`)."""
@@ -168,6 +180,12 @@ def _caption(turn: Turn) -> str | None:
     return None
 
 
+def note_metadata(turn: Turn) -> dict[str, Any]:
+    """What ``turn`` asks to be copied into the metadata of its memories (:data:`NOTE_METADATA`)."""
+    value = turn.metadata.get(NOTE_METADATA) if turn.metadata else None
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def transcript_memory(turn: Turn) -> Memory:
     """The L3 TRANSCRIPT memory archiving one raw turn ("Speaker: text [image: caption]")."""
     speaker = turn.speaker or turn.role.capitalize()
@@ -176,10 +194,11 @@ def transcript_memory(turn: Turn) -> Memory:
     if caption:
         content += f" [image: {caption}]"
     extra: dict[str, Any] = {"created_at": turn.timestamp} if turn.timestamp else {}
+    meta = {k: v for k, v in turn.metadata.items() if k != NOTE_METADATA}
     return Memory(content=content, user_id=turn.user_id, id=transcript_id(turn.user_id, turn.id),
                   project=turn.project, type=MemoryType.TRANSCRIPT, tier=Tier.L3, importance=3,
                   source_ids=(turn.id,), session_id=turn.session_id,
-                  metadata={"role": turn.role, "speaker": turn.speaker, **dict(turn.metadata)}, **extra)
+                  metadata={"role": turn.role, "speaker": turn.speaker, **meta, **note_metadata(turn)}, **extra)
 
 
 class Pipeline:
@@ -312,7 +331,8 @@ class Pipeline:
         (with ``metadata["tool"]``, the tool's name): it stays out of the profile and the other
         always-on sections until the user confirms it (:func:`dexai_memory.recall.block.always_on`).
         A note taken only from the user's own turns is marked ``origin = "user"`` (a user's
-        repeat of a tool memory confirms it).
+        repeat of a tool memory confirms it). The latest source turn's :data:`NOTE_METADATA` is
+        copied in (where a replayed past session's note came from).
         """
         by_id = {t.id: t for t in turns}
         sources = tuple(note.source_ids) or tuple(t.id for t in turns)
@@ -328,6 +348,8 @@ class Pipeline:
                                               **({"tool": tool} if tool else {})})
         elif all(t.role == "user" for t in own):
             memory = memory.replace(metadata={**memory.metadata, "origin": "user"})
+        if note_metadata(scope):
+            memory = memory.replace(metadata={**memory.metadata, **note_metadata(scope)})
         return memory.replace(id=note_id(scope.user_id, sources, note.content), source_ids=sources)
 
     async def _exists(self, memory_id: str, user_id: str) -> bool:
@@ -457,7 +479,8 @@ class Pipeline:
 
     async def ingest(self, turns: Iterable[Turn], *, user_id: str, session_id: str | None = None,
                      project: str | None = None, progress: ProgressCallback | None = None,
-                     chunk: int = INGEST_CHUNK, vectors: str = "now") -> PipelineReport:
+                     chunk: int = INGEST_CHUNK, vectors: str = "now", threshold: float | None = None,
+                     archive_evidence: bool = True) -> PipelineReport:
         """Feed a conversation through the pipeline and archive every raw turn in L3.
 
         The gate decides which turns are extracted; all of them are archived
@@ -470,16 +493,25 @@ class Pipeline:
         ``"later"`` stores them without vectors inside
         ``provider.deferred_vectors()`` (BM25 finds them at once) and leaves
         them to ``provider.fill_vectors()``.
+
+        ``threshold`` is the gate score a turn needs to be extracted (None:
+        ``extraction.ingest_gate_threshold``; a replayed Claude Code session passes the live
+        ``extraction.gate_threshold``). ``archive_evidence=False`` keeps evidence (a session's
+        assistant replies, tool results: :func:`~dexai_memory.capture.evidence.evidence_kind`)
+        as context only: neither extracted nor archived in L3, as the live hooks keep it.
         """
         if vectors not in ("now", "later"):
             raise ValueError(f"vectors must be 'now' or 'later', not {vectors!r}")
+        options = IngestOptions(self.settings.extraction.ingest_gate_threshold if threshold is None else threshold,
+                                archive_evidence)
         if vectors == "later":
             async with self.provider.deferred_vectors():
-                return await self._ingest(turns, user_id, session_id, project, progress, chunk, embed=False)
-        return await self._ingest(turns, user_id, session_id, project, progress, chunk, embed=True)
+                return await self._ingest(turns, user_id, session_id, project, progress, chunk, options, embed=False)
+        return await self._ingest(turns, user_id, session_id, project, progress, chunk, options, embed=True)
 
     async def _ingest(self, turns: Iterable[Turn], user_id: str, session_id: str | None, project: str | None,
-                      progress: ProgressCallback | None, chunk: int, *, embed: bool) -> PipelineReport:
+                      progress: ProgressCallback | None, chunk: int, options: IngestOptions, *,
+                      embed: bool) -> PipelineReport:
         scoped = [Turn(id=t.id, user_id=user_id, content=t.content, role=t.role, speaker=t.speaker,
                        timestamp=t.timestamp, session_id=session_id if session_id is not None else t.session_id,
                        project=project if project is not None else t.project, metadata=t.metadata)
@@ -494,7 +526,7 @@ class Pipeline:
         del everything
         recent: collections.deque[str] = collections.deque(maxlen=RECENT_TURNS)
         batch_size = self.settings.extraction.batch_size
-        threshold = self.settings.extraction.ingest_gate_threshold
+        threshold = options.threshold
         for start in range(0, len(scoped), chunk):
             part = scoped[start:start + chunk]
             admitted: list[tuple[Turn, tuple[str, ...]]] = []
@@ -503,9 +535,11 @@ class Pipeline:
                 clean, verdict = self.admit(turn, tuple(recent))
                 if clean is None:
                     continue
-                clean_turns.append(clean)
+                context_only = not options.archive_evidence and evidence_kind(clean) is not None
+                if not context_only:
+                    clean_turns.append(clean)
                 recent.append(clean.content)
-                if verdict.score >= threshold:
+                if verdict.score >= threshold and not context_only:
                     admitted.append((clean, tuple(recent)[:-1]))
             report.gated += len(admitted)
             # extraction, in queue-sized batches
@@ -517,7 +551,11 @@ class Pipeline:
                 extracted.extend((n, group_turns) for n in notes)
             report.extracted += len(extracted)
             # one embedding batch for the chunk's transcripts and notes
-            new_transcripts = [m for m in (transcript_memory(t) for t in clean_turns) if m.id not in archived]
+            fresh: dict[str, Memory] = {}  # a turn id twice in a chunk (a session's file copied) is one transcript
+            for m in (transcript_memory(t) for t in clean_turns):
+                if m.id not in archived:
+                    fresh.setdefault(m.id, m)
+            new_transcripts = list(fresh.values())
             embedder = getattr(self.provider, "embedder", None) if embed else None
             if embedder is not None:
                 texts = [m.content for m in new_transcripts] if self.settings.search.embed_transcripts else []

@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("panel",),                                                     # the panel's static files
     ("api",),                                                       # the local HTTP API over the services
     ("daemon",),                                                    # the daemon: the one executor, its socket
+    ("history",),                                                   # past sessions replayed (learn-history)
     ("hooks",),                                                     # the agent's front ends (thin doors)
     ("mcp_server", "hook_runtime"),                                 # entry points
     ("demo",),                                                      # what `dexai demo` runs on

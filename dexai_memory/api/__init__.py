@@ -7,6 +7,7 @@
 - :mod:`.memories`: memory CRUD, search, pin/unpin, forget/restore, history, facts.
 - :mod:`.upkeep`: clear and undo, conflicts and their resolution, consolidation.
 - :mod:`.context`: the persistent context by category and ``POST /api/context/assemble``.
+- :mod:`.history`: the past Claude Code sessions learned (``learn-history``), and forgetting one.
 - :mod:`.app`: :func:`~.app.build_app`, the Starlette application (routes, errors,
   OpenAPI schema from the route docstrings, the panel's static files).
 - :mod:`.server`: :func:`~.server.serve`, uvicorn on a socket bound to 127.0.0.1.

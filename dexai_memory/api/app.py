@@ -1,7 +1,7 @@
 """The Starlette application: the API under ``/api/``, the panel at ``/``.
 
-:func:`build_app` wires the routes of :mod:`.memories`, :mod:`.upkeep` and
-:mod:`.context`, the token middleware (:mod:`.auth`), JSON errors and the
+:func:`build_app` wires the routes of :mod:`.memories`, :mod:`.upkeep`, :mod:`.context`,
+:mod:`.activity` and :mod:`.history`, the token middleware (:mod:`.auth`), JSON errors and the
 OpenAPI schema (``GET /api/openapi.json``, generated from the routes'
 docstrings). The provider is started with the app (its lifespan) and closed
 with it, unless one already started is handed in (the daemon's).
@@ -32,7 +32,7 @@ from .. import panel
 from ..errors import DexaiMemoryError, InvalidMemory, MemoryNotFound, PinLimitReached, ProviderError
 from ..lifecycle.clear import NothingToUndo
 from ..version import __version__
-from . import activity, context, memories, upkeep
+from . import activity, context, history, memories, upkeep
 from .auth import TokenMiddleware
 from .requests import ApiState, BodyTooLarge, StateConflict
 
@@ -53,7 +53,7 @@ SCHEMA = SchemaGenerator({
     "security": [{"bearer": []}],
 })
 
-API_ROUTES: list[BaseRoute] = [*memories.ROUTES, *upkeep.ROUTES, *context.ROUTES, *activity.ROUTES]
+API_ROUTES: list[BaseRoute] = [*memories.ROUTES, *upkeep.ROUTES, *context.ROUTES, *activity.ROUTES, *history.ROUTES]
 
 
 def status_of(exc: DexaiMemoryError) -> int:

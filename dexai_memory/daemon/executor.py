@@ -10,10 +10,10 @@ What each event does
 ====================
 ``session-start``
     startup/resume/clear: inject the L1 block (profile, commitments due soon, last session
-    state); resume skips it when everything in it is still in the conversation. compact:
-    re-inject the post-compaction block (filled by priority; the last prompts and the task
-    snapshot kept in the compaction marker, and the user's ``/compact <instructions>``
-    quoted after it) and clear the marker.
+    state; once, on a new store, the offer to learn past sessions); resume skips it when all
+    of it is still in the conversation. compact: re-inject the post-compaction block (filled
+    by priority; the last prompts and the task snapshot kept in the compaction marker, and
+    the user's ``/compact <instructions>`` quoted after it) and clear the marker.
 ``user-prompt-submit``
     The prompt is recorded first (redacted, for Stop to queue), so a failing recall loses
     nothing. Marker still set (SessionStart(compact) did not run): re-inject and clear it.
@@ -58,6 +58,7 @@ from ..recall.ranking import RecallResult, auto_recall
 from .actions import HookActions
 from .catch_up import TranscriptPrompt, missing_prompts, prompt_key, prompt_text, transcript_prompts
 from .event import HookEvent, empty_answer
+from .history_offer import history_offer
 from .session_state import (
     MAX_TOOL_TEXT,
     backup_transcript,
@@ -100,9 +101,7 @@ OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
 
 def context_output(event: str, text: str) -> dict[str, Any]:
     """A hook answer that adds ``text`` to the model's context ({} when there is nothing)."""
-    if not text:
-        return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}
 
 
 def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
@@ -294,6 +293,7 @@ class EventExecutor:
             return context_output("SessionStart", with_compact_instructions(block.text, marker))
         if source == "startup":
             await asyncio.to_thread(prune_state, settings)
+        offer = await history_offer(self.daemon.provider, settings, event) if source == "startup" else ""
         block = await self.actions.l1(user_id=event.user_id, project=event.project, session_id=sid)
         ids = [m.id for m in block.memories]
         if source == "resume":
@@ -303,7 +303,7 @@ class EventExecutor:
                 return {}  # everything in it is still in the resumed conversation
         await asyncio.to_thread(lambda: remember_injected(settings, sid, ids, reset=source != "resume",
                                                           extra={STARTED: True}))
-        return context_output("SessionStart", block.text)
+        return context_output("SessionStart", "\n\n".join(t for t in (block.text, offer) if t))
 
     async def on_user_prompt(self, event: HookEvent) -> dict[str, Any]:
         from ..triggers import ReflectionHints

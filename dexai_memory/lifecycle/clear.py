@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -98,13 +99,23 @@ async def clear_all(provider: MemoryProvider, home: Path, user_id: str, project:
                     *, now: datetime | None = None) -> ClearRecord:
     """Soft-delete every memory of ``user_id`` (in ``project`` when given) and record it for
     :func:`undo_clear`. Returns the record (its ``ids`` are what was cleared)."""
-    now = now or utcnow()
     memories = await provider.list(user_id=user_id, filters=_filters(project), limit=READ_LIMIT)
-    record = ClearRecord(user_id, project, now, tuple(m.id for m in memories))
+    return await clear_ids(provider, home, user_id, [m.id for m in memories], project=project, now=now)
+
+
+async def clear_ids(provider: MemoryProvider, home: Path, user_id: str, ids: Sequence[str], *,
+                    project: str | None = None, now: datetime | None = None) -> ClearRecord:
+    """Soft-delete the memories ``ids`` of ``user_id`` as one clear (``dexai memory undo`` brings
+    them back within ``lifecycle.undo_minutes``); ``project`` only labels the record."""
+    now = now or utcnow()
+    record = ClearRecord(user_id, project, now, tuple(ids))
     path = undo_path(home, user_id)
     _write(path, [*_read(path), record])  # recorded first: an interrupted clear can still be undone
-    for m in memories:
-        await provider.delete(m.id, user_id=user_id)
+    for memory_id in record.ids:
+        try:
+            await provider.delete(memory_id, user_id=user_id)
+        except MemoryNotFound:
+            continue
     logger.info("cleared %d memories of %s%s", len(record.ids), user_id, f" in {project}" if project else "")
     return record
 

@@ -10,21 +10,23 @@ is JSON, a memory as :meth:`~dexai_memory.models.Memory.to_dict`. Our errors (no
 too many pins, an unknown resolution) travel as ``{"ok": false, "error": ...}``, and the CLI
 prints them as it prints its own.
 
-==========  ======================================================  ===========================
-name        arguments                                               answer
-==========  ======================================================  ===========================
-edit        ``memory_id``, ``changes`` (fields), ``metadata``?      ``memory``
-pin         ``memory_id`` (at most ``lifecycle.max_pins``)           ``memory``
-unpin       ``memory_id``                                           ``memory``
-forget      ``memory_id``, ``hard``?                                ``forgotten`` (bool)
-restore     ``memory_id``                                           ``memory``
-supersede   ``memory_id``, ``content``, ``reason``?                 ``memory`` (the new one)
-close       ``memory_id``, ``status``, ``reason``?                  ``memory``
-resolve     ``contradiction_id``, ``resolution``, ``note``?         ``conflict``
-clear       ``project``?                                            ``ids`` (the cleared ones)
-undo        (none)                                                  ``ids`` (the restored ones)
-prune       ``dry_run``?                                            ``report``
-==========  ======================================================  ===========================
+==============  ======================================================  ===========================
+name            arguments                                               answer
+==============  ======================================================  ===========================
+edit            ``memory_id``, ``changes`` (fields), ``metadata``?      ``memory``
+pin             ``memory_id`` (at most ``lifecycle.max_pins``)           ``memory``
+unpin           ``memory_id``                                           ``memory``
+forget          ``memory_id``, ``hard``?                                ``forgotten`` (bool)
+restore         ``memory_id``                                           ``memory``
+supersede       ``memory_id``, ``content``, ``reason``?                 ``memory`` (the new one)
+close           ``memory_id``, ``status``, ``reason``?                  ``memory``
+resolve         ``contradiction_id``, ``resolution``, ``note``?         ``conflict``
+clear           ``project``?                                            ``ids`` (the cleared ones)
+undo            (none)                                                  ``ids`` (the restored ones)
+forget_session  ``session_id`` (every memory learned from that past    ``ids`` (the forgotten ones)
+                Claude Code session, as one clear ``undo`` restores)
+prune           ``dry_run``?                                            ``report``
+==============  ======================================================  ===========================
 """
 
 from __future__ import annotations
@@ -125,6 +127,12 @@ async def _undo(provider: MemoryProvider, settings: Settings, user: str, req: Re
     return {"ids": list((await undo_clear(provider, settings.home, user, settings.lifecycle)).ids)}
 
 
+async def _forget_session(provider: MemoryProvider, settings: Settings, user: str, req: Request) -> dict[str, Any]:
+    from .learned import forget_session
+
+    return {"ids": list((await forget_session(provider, settings.home, user, _str(req, "session_id"))).ids)}
+
+
 async def _prune(provider: MemoryProvider, settings: Settings, user: str, req: Request) -> dict[str, Any]:
     from .eviction import run_lifecycle
 
@@ -136,7 +144,7 @@ async def _prune(provider: MemoryProvider, settings: Settings, user: str, req: R
 OPERATIONS: dict[str, Operation] = {
     "edit": _edit, "pin": _pin, "unpin": _unpin, "forget": _forget, "restore": _restore,
     "supersede": _supersede, "close": _close, "resolve": _resolve, "clear": _clear, "undo": _undo,
-    "prune": _prune,
+    "prune": _prune, "forget_session": _forget_session,
 }
 
 

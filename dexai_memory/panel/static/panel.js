@@ -88,6 +88,7 @@
     render();
     loadPersistent();
     loadUpkeep();
+    loadHistory();
   }
 
   async function loadPersistent() {
@@ -531,6 +532,46 @@
       renderActivity(feed.events);
       renderConsolidation(status);
     } catch (e) { /* the panel works without them */ }
+  }
+
+  // The past Claude Code sessions learned from, each with a button forgetting all it taught (undoable).
+  async function loadHistory() {
+    try {
+      renderHistory((await api("GET", "/api/history/sessions?limit=50")).sessions);
+    } catch (e) { /* the panel works without it */ }
+  }
+
+  function renderHistory(sessions) {
+    const list = $("history");
+    list.replaceChildren();
+    if (!sessions.length) {
+      list.append(el("li", { class: "muted" }, "None yet: `dexai memory learn-history` shows what it would learn."));
+      return;
+    }
+    for (const s of sessions) {
+      const days = [s.first_at, s.last_at].filter(Boolean).map((d) => d.slice(0, 10));
+      const label = (s.project || s.session_id) + " (" + [...new Set(days)].join(" .. ") + "): " +
+        s.prompts + (s.prompts === 1 ? " prompt, " : " prompts, ") + s.memories + (s.memories === 1 ? " memory" : " memories");
+      const item = el("li", { "data-session": s.session_id }, el("span", { class: "activity-text" }, label));
+      if (s.memories > 0) {
+        const drop = el("button", { type: "button", class: "ghost", title: "Forget every memory learned from this session" },
+          "Forget");
+        drop.addEventListener("click", () => forgetSession(s));
+        item.append(" ", drop);
+      } else if (s.forgotten_at) {
+        item.append(" ", el("span", { class: "muted" }, "forgotten"));
+      }
+      list.append(item);
+    }
+  }
+
+  async function forgetSession(s) {
+    await guarded(async () => {
+      const r = await api("DELETE", "/api/history/sessions/" + encodeURIComponent(s.session_id));
+      await load();
+      toast("Forgot " + r.forgotten + (r.forgotten === 1 ? " memory" : " memories") + " learned from " +
+        (s.project || s.session_id), async () => { await api("POST", "/api/undo"); await load(); });
+    });
   }
 
   function when(iso) {
