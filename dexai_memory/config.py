@@ -199,6 +199,10 @@ class AutoRecallConfig:
     relevance_threshold: float = field(default=0.15, metadata=_check(0.0, 1.0))
     #: Skip recall when the prompt clearly continues the current topic.
     skip_on_continuation: bool = True
+    #: How much use reorders recall: a memory's score is multiplied by at most 1 +/- this, up for
+    #: the replies that used it, down for those that ignored it (:func:`~dexai_memory.recall.ranking.usage_factor`;
+    #: 0 = off).
+    usage_weight: float = field(default=0.1, metadata=_check(0.0, 0.5))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from ..capture.episodes import Episode, store_episode
 from ..config import Settings
 from ..errors import MemoryNotFound
 from ..lifecycle.closing import mark_due_shown
-from ..lifecycle.usage import record_citations
+from ..lifecycle.usage import record_citations, record_ignores
 from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from ..providers.base import MemoryProvider
 from ..recall.block import L1Block
@@ -144,11 +144,15 @@ class HookActions:
         return {"id": memory.id, "created": created}
 
     async def record_usage(self, *, user_id: str, session_id: str | None, reply: str,
-                           injected: Sequence[str]) -> list[str]:
+                           injected: Sequence[str], shown: Sequence[str] = ()) -> list[str]:
         """Count citations of the ``injected`` memories ``reply`` used
-        (:func:`dexai_memory.lifecycle.usage.record_citations`); returns their ids."""
+        (:func:`dexai_memory.lifecycle.usage.record_citations`), and an ignore for each memory of
+        ``shown`` (the recall block of the prompt ``reply`` answered) it did not use
+        (:func:`~dexai_memory.lifecycle.usage.record_ignores`); returns the cited ids."""
         async with self.write_lock:
-            return await record_citations(self.provider, user_id, reply, injected, session_id=session_id)
+            cited = await record_citations(self.provider, user_id, reply, injected, session_id=session_id)
+            await record_ignores(self.provider, user_id, reply, shown)
+            return cited
 
     async def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
         """Flush, then schedule consolidation when the session added enough notes."""

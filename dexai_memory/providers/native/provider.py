@@ -298,6 +298,14 @@ class NativeProvider(MemoryProvider):
             [ts(utcnow()), user_id, *memory_ids],
         )
 
+    async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
+        if not memory_ids:
+            return
+        # one statement, and ``updated_at`` untouched: being ignored is no reference (lifecycle expiry)
+        await self.database.write(
+            f"UPDATE memories SET ignore_count = ignore_count + 1 "
+            f"WHERE user_id = ? AND id IN ({','.join('?' * len(memory_ids))})", [user_id, *memory_ids])
+
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:
         rows = builtins.list(await self.db.execute_fetchall(

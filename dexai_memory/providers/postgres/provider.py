@@ -264,6 +264,12 @@ class PostgresProvider(MemoryProvider):
                               "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                               (utcnow(), user_id, builtins.list(memory_ids)))
 
+    async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
+        if memory_ids:  # ``updated_at`` untouched: being ignored is no reference (lifecycle expiry)
+            await self.database.fetch("UPDATE memories SET ignore_count = ignore_count + 1 "
+                                      "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
+                                      (user_id, builtins.list(memory_ids)))
+
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:
         """One of ``user_id``'s memories, or a project-shared memory of one of its projects."""
