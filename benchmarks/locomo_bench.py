@@ -36,12 +36,14 @@ the figures in the data's README (43.1 / 50.2 / 58.6 % on all 10 conversations).
 with their gold turns and what was retrieved. ``--quick``: first conversation,
 20 questions.
 
-``--usage-feedback`` (system methods) replays use: after each question is scored, its block is
-answered by a simulated reply that restates the question's answer and gold turns, and the
-memories of the block are counted cited or ignored as after a real reply
-(:mod:`dexai_memory.lifecycle.usage`); later questions of the conversation are ranked with those
-counts (``auto_recall.usage_weight``; ``--system-config 'auto_recall: {usage_weight: 0}'`` is the
-same replay with ranking blind to it). LoCoMo has no replies of its own: this is a simulation.
+``--usage-feedback evidence|answer`` (system methods) replays use: after each question is scored,
+its block is answered by a simulated reply, the question's answer followed by its gold turns
+(``evidence``: a reply that restates what it used) or the answer alone (``answer``: terse, so
+nearly everything shown counts as ignored), and the memories of the block are counted cited or
+ignored as after a real reply (:mod:`dexai_memory.lifecycle.usage`); later questions of the
+conversation are ranked with those counts (``auto_recall.usage_weight``; ``--system-config
+'auto_recall: {usage_weight: 0}'`` is the same replay with ranking blind to it). LoCoMo has no
+replies of its own: this is a simulation.
 """
 
 from __future__ import annotations
@@ -282,7 +284,7 @@ class Bm25Index:
 
 async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int, tmp: Path,
                        wanted: set[str], system_config: str = "", ingest: str = "pipeline",
-                       usage_feedback: bool = False,
+                       usage_feedback: str | None = None,
                        ) -> tuple[dict[str, Method], list[Callable[[], Awaitable[None]]]]:
     """The methods to run on ``conv`` and their clean-up callbacks (``system_config``: YAML added to the
     system method's settings; ``ingest``, ``usage_feedback``: see :func:`run_system` and the module
@@ -362,7 +364,7 @@ class SystemUnavailable(Exception):  # noqa: N818 - a reason, reported in the ta
 
 async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: Path,
                      *, max_memories: int | None = None, config_extra: str = "",
-                     ingest: str = "pipeline", usage_feedback: bool = False,
+                     ingest: str = "pipeline", usage_feedback: str | None = None,
                      ) -> tuple[Method, Callable[[], Awaitable[None]]]:
     """The "system" row: ``conv`` ingested through the real pipeline, recall per question.
 
@@ -418,7 +420,7 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
         if usage_feedback:  # after scoring this question: later ones are ranked with what it taught
             from dexai_memory.lifecycle.usage import record_citations, record_ignores
 
-            turns = conv.by_id
+            turns = conv.by_id if usage_feedback == "evidence" else {}
             reply = "\n".join([str(q.answer), *(turns[g].content for g in q.gold if g in turns)])
             await record_citations(provider, conv.user_id, reply, result.memory_ids, session_id=f"q{q.index}")
             await record_ignores(provider, conv.user_id, reply, result.memory_ids)
@@ -477,7 +479,7 @@ def bench_embedder(name: str) -> Embedder:
 async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget: int,
                    limit_questions: int | None,
                    embedder_name: str = "minilm", system_config: str = "",
-                   ingest: str = "pipeline", usage_feedback: bool = False,
+                   ingest: str = "pipeline", usage_feedback: str | None = None,
                    ) -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
     """Run every wanted method on every conversation. Returns scores, misses and unavailable methods."""
     overall: dict[str, Score] = defaultdict(Score)
@@ -578,9 +580,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="how the system method stores the conversation: pipeline (the daemon's warm path, "
                              "default) or cli (as 'dexai memory ingest --vectors now': vectors deferred, then "
                              "filled by the bulk embedder, see embedding.bulk_model)")
-    parser.add_argument("--usage-feedback", action="store_true",
+    parser.add_argument("--usage-feedback", choices=("evidence", "answer"), default=None,
                         help="system methods: after each question, count the block's memories cited or ignored "
-                             "by a simulated reply (its answer and gold turns); later questions rank with them")
+                             "by a simulated reply (evidence: its answer and gold turns; answer: the answer "
+                             "alone); later questions rank with them")
     parser.add_argument("--misses", type=int, default=0, metavar="N", help="print N missed questions per category")
     parser.add_argument("--misses-method", default="system", help="method whose misses are printed "
                         "(default: system, else hybrid when system is not available)")
