@@ -68,7 +68,16 @@ class HookActions:
                                session_id=session_id, after_compaction=after_compaction)
         if block.section("commitments"):  # due ones are shown once; marked after the answer
             self._background(self._mark_shown(block), "mark-due-shown")
+        self._count_shown(user_id, [m.id for m in block.shown])
         return block
+
+    def _count_shown(self, user_id: str, ids: Sequence[str]) -> None:
+        """Count the memories of a block injected without a prompt's recall (SessionStart's, after
+        compaction, the prefetch) as retrieved, after the answer: a memory shown this way is in
+        use (the lifecycle's never-used rule keeps it). ``last_accessed`` is left as it is, so
+        their expiry is unchanged."""
+        if ids:
+            self._background(self.provider.record_retrieval(ids, user_id=user_id, refresh=False), "record-shown")
 
     async def _mark_shown(self, block: L1Block) -> None:
         async with self.write_lock:
@@ -134,8 +143,10 @@ class HookActions:
                        local: str | None = None, exclude_ids: Sequence[str] = (), max_tokens: int,
                        max_items: int = 3) -> PrefetchResult:
         """What is known about ``items`` (:func:`dexai_memory.recall.prefetch.prefetch` on the provider)."""
-        return await prefetch(self.provider, user_id, items, max_tokens=max_tokens, max_items=max_items,
-                              project=project, local=local, exclude_ids=exclude_ids)
+        result = await prefetch(self.provider, user_id, items, max_tokens=max_tokens, max_items=max_items,
+                                project=project, local=local, exclude_ids=exclude_ids)
+        self._count_shown(user_id, result.memory_ids)
+        return result
 
     async def episode(self, *, user_id: str, episode: Episode, project: str | None = None) -> dict[str, Any]:
         """Store the episode, or update the one of the same stretch (:func:`store_episode`)."""

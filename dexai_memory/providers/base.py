@@ -207,8 +207,9 @@ class MemoryProvider(abc.ABC):
         Raises :class:`ProviderError` where the backend cannot list them."""
         raise ProviderError(f"the {self.name} provider cannot list its users")
 
-    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
-        """Count that these memories were retrieved (injected into context) now."""
+    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True) -> None:
+        """Count that these memories were retrieved (injected into context) now; ``refresh``: and
+        set ``last_accessed`` (a reference, which the lifecycle's expiry counts from)."""
         now = utcnow()
         for memory_id in memory_ids:
             try:
@@ -216,7 +217,7 @@ class MemoryProvider(abc.ABC):
             except MemoryNotFound:
                 continue
             await self.update(memory_id, user_id=user_id, retrieval_count=memory.retrieval_count + 1,
-                              last_accessed=now)
+                              **({"last_accessed": now} if refresh else {}))
 
     async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
         """Count that these memories were in a prompt's recall block and the reply did not use them

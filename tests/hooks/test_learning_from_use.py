@@ -97,6 +97,9 @@ async def test_the_reply_counts_the_block_cited_or_ignored_and_the_next_block_ra
         assert await counts(provider, ports[last]) == (1, 0)  # used: cited, not ignored
         assert [await counts(provider, ports[p]) for p in before[:2]] == [(0, 1), (0, 1)]  # shown, not used
         assert await counts(provider, tabs) == (0, 0)  # the SessionStart block is not the prompt's
+        # ... but it was shown: retrieved (the never-used rule keeps it), its expiry clock untouched
+        shown = await provider.get(tabs.id, user_id=U)
+        assert shown.retrieval_count == 1 and shown.last_accessed is None
         assert not load_session(settings, "s1").get(AWAITING)  # answered
         # a second reply without a new prompt ignores nothing more
         await handle(daemon, "stop", {"session_id": "s1", "last_assistant_message": "Anything else?"})
