@@ -147,8 +147,12 @@ async def test_use_is_bounded_and_can_be_turned_off(isolated_home: Path) -> None
     strong = Memory(content="The orders service port is 8443 and orders go through the port gateway",
                     user_id=U, confidence=0.5)
     weak = Memory(content="Orders are shipped on Mondays", user_id=U, confidence=0.5, citation_count=10)
-    assert usage_factor(weak, 0.1) <= 1.1 and usage_factor(Memory(content="x", user_id=U, ignore_count=1000),
-                                                            0.1) >= 0.9
+    def factor(cited: int, ignored: int) -> float:
+        return usage_factor(Memory(content="x", user_id=U, citation_count=cited, ignore_count=ignored), 0.1)
+
+    assert factor(0, 0) == 1.0 and factor(1, 0) == pytest.approx(1.05) and factor(0, 5) == pytest.approx(0.9286, abs=1e-4)
+    assert factor(1, 2) == 1.0  # one use outweighs two ignores
+    assert 1.0 < factor(10_000, 0) <= 1.1 and 0.9 <= factor(0, 10_000) < 1.0  # capped either way
     on = settings_with(isolated_home / "on")
     async with NativeProvider(on.db_path, embedder=None) as provider:
         await provider.add_many([strong, weak])
