@@ -38,6 +38,15 @@ the figures in the data's README (43.1 / 50.2 / 58.6 % on all 10 conversations).
 ``--misses N`` prints N missed questions per category for ``--misses-method``
 with their gold turns and what was retrieved. ``--quick``: first conversation,
 20 questions.
+
+``--usage-feedback evidence|answer`` (system methods) replays use: after each question is scored,
+its block is answered by a simulated reply, the question's answer followed by its gold turns
+(``evidence``: a reply that restates what it used) or the answer alone (``answer``: terse, so
+nearly everything shown counts as ignored), and the memories of the block are counted cited or
+ignored as after a real reply (:mod:`dexai_memory.lifecycle.usage`); later questions of the
+conversation are ranked with those counts (``auto_recall.usage_weight``; ``--system-config
+'auto_recall: {usage_weight: 0}'`` is the same replay with ranking blind to it). LoCoMo has no
+replies of its own: this is a simulation.
 """
 
 from __future__ import annotations
@@ -279,9 +288,11 @@ class Bm25Index:
 
 async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int, tmp: Path,
                        wanted: set[str], system_config: str = "", ingest: str = "pipeline",
+                       usage_feedback: str | None = None,
                        ) -> tuple[dict[str, Method], list[Callable[[], Awaitable[None]]]]:
     """The methods to run on ``conv`` and their clean-up callbacks (``system_config``: YAML added to the
-    system method's settings; ``ingest``: see :func:`run_system`)."""
+    system method's settings; ``ingest``, ``usage_feedback``: see :func:`run_system` and the module
+    docstring)."""
     lines = {t.id: turn_text(t) for t in conv.turns}
     methods: dict[str, Method] = {}
     cleanups: list[Callable[[], Awaitable[None]]] = []
@@ -337,7 +348,8 @@ async def make_methods(conv: Conversation, embedder: PrimedEmbedder, budget: int
         methods["hybrid"] = run_hybrid
 
     if wanted & {"system", "system@5", "system-nolinks"}:
-        method, close = await run_system(conv, embedder, budget, tmp, config_extra=system_config, ingest=ingest)
+        method, close = await run_system(conv, embedder, budget, tmp, config_extra=system_config, ingest=ingest,
+                                         usage_feedback=usage_feedback)
         if "system" in wanted:
             methods["system"] = method
         if "system-nolinks" in wanted:
@@ -361,7 +373,8 @@ class SystemUnavailable(Exception):  # noqa: N818 - a reason, reported in the ta
 
 async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: Path,
                      *, max_memories: int | None = None, config_extra: str = "",
-                     ingest: str = "pipeline") -> tuple[Method, Callable[[], Awaitable[None]]]:
+                     ingest: str = "pipeline", usage_feedback: str | None = None,
+                     ) -> tuple[Method, Callable[[], Awaitable[None]]]:
     """The "system" row: ``conv`` ingested through the real pipeline, recall per question.
 
     1. one data directory and user scope per conversation; every turn goes
@@ -424,6 +437,13 @@ async def run_system(conv: Conversation, embedder: Embedder, budget: int, tmp: P
                                     max_tokens=budget, max_memories=cap)
         ms = elapsed_ms(t0)
         ids = [sid for r in result.memories for sid in r.memory.source_ids]
+        if usage_feedback:  # after scoring this question: later ones are ranked with what it taught
+            from dexai_memory.lifecycle.usage import record_citations, record_ignores
+
+            turns = conv.by_id if usage_feedback == "evidence" else {}
+            reply = "\n".join([str(q.answer), *(turns[g].content for g in q.gold if g in turns)])
+            await record_citations(provider, conv.user_id, reply, result.memory_ids, session_id=f"q{q.index}")
+            await record_ignores(provider, conv.user_id, reply, result.memory_ids)
         return Retrieved(list(dict.fromkeys(ids)), result.text, ms)
 
     return run, provider.aclose
@@ -479,7 +499,8 @@ def bench_embedder(name: str) -> Embedder:
 async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget: int,
                    limit_questions: int | None,
                    embedder_name: str = "minilm", system_config: str = "",
-                   ingest: str = "pipeline") -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
+                   ingest: str = "pipeline", usage_feedback: str | None = None,
+                   ) -> tuple[dict[str, Any], dict[str, list[Miss]], dict[str, str]]:
     """Run every wanted method on every conversation. Returns scores, misses and unavailable methods."""
     overall: dict[str, Score] = defaultdict(Score)
     per_cat: dict[tuple[str, int], Score] = defaultdict(Score)
@@ -493,7 +514,8 @@ async def evaluate(convs: Sequence[Conversation], wanted: Sequence[str], budget:
             say(f"{conv.conv_id}: {len(conv.turns)} turns, {len(questions)} questions")
             todo = set(wanted) - set(unavailable)
             try:
-                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo, system_config, ingest)
+                methods, cleanups = await make_methods(conv, embedder, budget, tmp, todo, system_config, ingest,
+                                                       usage_feedback)
             except SystemUnavailable as exc:
                 unavailable["system"] = unavailable["system@5"] = unavailable["system-nolinks"] = str(exc)
                 methods, cleanups = await make_methods(conv, embedder, budget, tmp,
@@ -579,6 +601,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="how the system method stores the conversation: pipeline (the daemon's warm path, "
                              "default) or cli (as 'dexai memory ingest --vectors now': vectors deferred, then "
                              "filled by the bulk embedder, see embedding.bulk_model)")
+    parser.add_argument("--usage-feedback", choices=("evidence", "answer"), default=None,
+                        help="system methods: after each question, count the block's memories cited or ignored "
+                             "by a simulated reply (evidence: its answer and gold turns; answer: the answer "
+                             "alone); later questions rank with them")
     parser.add_argument("--misses", type=int, default=0, metavar="N", help="print N missed questions per category")
     parser.add_argument("--misses-method", default="system", help="method whose misses are printed "
                         "(default: system, else hybrid when system is not available)")
@@ -596,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     limit_q = 20 if args.quick else None
     scores, misses, unavailable = asyncio.run(evaluate(convs, wanted, args.budget, limit_q, args.embedder,
                                                          args.system_config + "\n" if args.system_config else "",
-                                                         args.ingest))
+                                                         args.ingest, args.usage_feedback))
     print(render(scores, unavailable, wanted, args.budget))
     if args.misses:
         method = args.misses_method
@@ -616,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "questions": sum(len(c.questions[:limit_q] if limit_q else c.questions) for c in convs),
               "dropped_evidence_ids": sorted({d for c in convs for d in c.dropped_evidence}),
               "embedder": bench_embedder(args.embedder).model_id, "pool": POOL,
-              "system_config": args.system_config, "ingest": args.ingest}
+              "system_config": args.system_config, "ingest": args.ingest, "usage_feedback": args.usage_feedback}
     path = write_result(NAME, quick=args.quick, params=params, summary=summary,
                         results={"scores": scores, "unavailable": unavailable}, out_dir=args.out)
     print(f"\nwrote {path}")

@@ -138,13 +138,14 @@ def remove(memory_id: str, ctx: Context) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Archive them without asking.")
 @common_options
 def prune(yes: bool, ctx: Context) -> None:
-    """Show stale facts (past their category's expiry, or over the cap) and archive them after
-    confirmation (--yes). Archived facts stay in L3, never deleted."""
+    """Show stale facts (past their category's expiry, never used within lifecycle.unused_forget_days,
+    or over the cap) and archive them after confirmation (--yes). Archived facts stay in L3, never
+    deleted."""
     from dexai_memory.lifecycle.eviction import run_lifecycle
 
     cfg = ctx.settings.lifecycle
     report = _with(ctx, lambda p: run_lifecycle(p, ctx.user, cfg, dry_run=True))
-    stale = [*report.expired, *report.evicted]
+    stale = report.archived
     if not stale:
         ctx.emit({"archived": 0, "stale": []}, f"No stale facts for {ctx.user} ({report.facts_before} kept).")
         return
@@ -158,7 +159,7 @@ def prune(yes: bool, ctx: Context) -> None:
         click.echo("\n".join(lines))
         click.confirm("Archive them?", abort=True)
     done = store_request(ctx, "prune")["report"]
-    n = len(done["expired"]) + len(done["evicted"])
+    n = len(done["expired"]) + len(done.get("unused") or []) + len(done["evicted"])
     ctx.emit({"archived": n, "stale": [e.to_dict() for e in stale]},
              "\n".join([*lines, f"Archived {n} (kept in L3; `dexai memory list --all` shows them)."]))
 

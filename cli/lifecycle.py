@@ -145,16 +145,19 @@ def retry(list_only: bool, ids: tuple[int, ...], ctx: Context) -> None:
 @common_options
 def prune(dry_run: bool, ctx: Context) -> None:
     """Apply the fact lifecycle to --user now: archive durable facts not referenced within their
-    category's expiry (project 60 days, preference 180, identity 365), then, above
-    lifecycle.prune_from (120), those with the highest eviction score (age x category weight /
-    confidence) until under lifecycle.max_facts (150). Pinned ones are kept; nothing is deleted
-    (archived to L3). The daemon runs the same in its daily cleanup.
+    category's expiry (project 60 days, preference 180, identity 365), those never injected,
+    recalled nor cited within lifecycle.unused_forget_days (90) of being stored (not those
+    written by hand), then, above lifecycle.prune_from (120), those with the highest eviction
+    score (age x category weight / confidence) until under lifecycle.max_facts (150). Pinned
+    ones are kept; nothing is deleted (archived to L3). The daemon runs the same in its daily
+    cleanup.
     """
     report = store_request(ctx, "prune", dry_run=dry_run)["report"]
     verb = "would archive" if dry_run else "archived"
-    lines = [f"User {ctx.user}: {report['facts_before']} durable facts, {len(report['expired'])} expired and "
-             f"{len(report['evicted'])} evicted ({verb}), {report['facts_after']} left"]
-    for e in [*report["expired"], *report["evicted"]]:
+    unused = report.get("unused") or []
+    lines = [f"User {ctx.user}: {report['facts_before']} durable facts, {len(report['expired'])} expired, "
+             f"{len(unused)} unused and {len(report['evicted'])} evicted ({verb}), {report['facts_after']} left"]
+    for e in [*report["expired"], *unused, *report["evicted"]]:
         lines.append(f"  {verb} {e['id']} ({e['category']}): {_clip(e['content'], 70)}\n      {e['reason']}")
     if dry_run:
         lines.append("(dry run: nothing was changed)")

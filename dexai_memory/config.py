@@ -37,10 +37,8 @@ DEFAULT_GATE_THRESHOLD = 0.3
 #: Bulk ingest extracts every turn: no live latency to protect, and a skipped turn is a lost fact.
 DEFAULT_INGEST_GATE_THRESHOLD = 0.0
 DEFAULT_COMPACTION_INSTRUCTIONS = (
-    "Preserve: current task state, user preferences, active commitments, "
-    "key technical decisions, file paths being edited. "
-    "Discard: routine greetings, tool output details, intermediate reasoning."
-)
+    "Preserve: current task state, user preferences, active commitments, key technical decisions, file paths being "
+    "edited. Discard: routine greetings, tool output details, intermediate reasoning.")
 
 
 def _check(min_: float | None = None, max_: float | None = None, choices: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -199,6 +197,8 @@ class AutoRecallConfig:
     skip_on_continuation: bool = True
     #: Bring the memories linked to the first hits (found at consolidation) in, scored below them.
     follow_links: bool = True
+    #: Use reorders recall: a score x at most 1 +/- this, up when replies used the memory, down when ignored (0 = off).
+    usage_weight: float = field(default=0.1, metadata=_check(0.0, 0.5))
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,9 @@ class LifecycleConfig:
     project_expiry_days: int = field(default=60, metadata=bounds(0, 36_500))
     preference_expiry_days: int = field(default=180, metadata=bounds(0, 36_500))
     identity_expiry_days: int = field(default=365, metadata=bounds(0, 36_500))
+    #: Days after which a durable fact never retrieved (injected or recalled) nor cited is archived,
+    #: whatever its category (0 = never); pinned memories and memories written by hand are kept.
+    unused_forget_days: int = field(default=90, metadata=bounds(0, 36_500))
     #: Most pinned memories per user; the next pin is refused with a message.
     max_pins: int = field(default=10, metadata=bounds(0, 1000))
     #: Minutes during which ``dexai memory undo`` brings back what ``dexai memory clear`` removed.

@@ -159,6 +159,8 @@ class Memory:
     deleted: bool = False
     retrieval_count: int = 0
     citation_count: int = 0
+    #: Times it was in a prompt's recall block and the reply that followed did not use it.
+    ignore_count: int = 0
     last_accessed: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
 

@@ -19,7 +19,7 @@ from dexai_memory.daemon import DaemonState, MemoryDaemon
 from dexai_memory.daemon.ipc import IpcServer, ipc_request
 from dexai_memory.daemon.schedule import interval_trigger
 from dexai_memory.errors import DaemonError, DexaiMemoryError
-from dexai_memory.models import Memory, Turn, utcnow
+from dexai_memory.models import Memory, MemoryType, Turn, utcnow
 from dexai_memory.providers.native import NativeProvider
 from dexai_memory.supersession.rules import OfflineClassifier
 from tests.pipeline_fakes import EchoExtractor, JoinSummarizer
@@ -267,18 +267,24 @@ async def test_stale_socket_replaced_live_one_refused(tmp_path: Path) -> None:
 
 
 async def test_cleanup_applies_the_fact_lifecycle(settings: Settings, provider: NativeProvider) -> None:
-    """The daemon's cleanup job expires stale facts and keeps each user under the cap (issue 14)."""
+    """The daemon's cleanup job expires stale facts, archives the never-used ones and keeps each
+    user under the cap (issue 14)."""
     now = utcnow()
     await provider.add_many([Memory(f"Routine note number {i} about the build", user_id="u",
                                     created_at=now - timedelta(days=1 + i / 10)) for i in range(125)])
     stale = await provider.add(Memory("The old CI host is ci-7.internal", user_id="u",
                                       created_at=now - timedelta(days=61)))
+    # a colleague (identity: kept 365 days without a reference) never injected, recalled nor cited
+    unused = await provider.add(Memory("Dana from the infra team", user_id="u", type=MemoryType.RELATIONSHIP,
+                                       created_at=now - timedelta(days=100)))
     async with daemon_for(settings, provider) as d:
         reports = await d.run_cleanup("u")
     life = reports["u"]["lifecycle"]
     assert [e["id"] for e in life["expired"]] == [stale.id]
-    assert life["facts_before"] == 126 and len(life["evicted"]) == 5 and life["facts_after"] == 120
+    assert [e["id"] for e in life["unused"]] == [unused.id]
+    assert life["facts_before"] == 127 and len(life["evicted"]) == 5 and life["facts_after"] == 120
     assert (await provider.get(stale.id, user_id="u")).archived
+    assert (await provider.get(unused.id, user_id="u")).tier.value == "L3"
 
 
 # --------------------------------------------------------------------------- the hook doors

@@ -18,7 +18,7 @@ from ..capture.episodes import Episode, store_episode
 from ..config import Settings
 from ..errors import MemoryNotFound
 from ..lifecycle.closing import mark_due_shown
-from ..lifecycle.usage import record_citations
+from ..lifecycle.usage import record_citations, record_ignores
 from ..models import Memory, MemoryType, SearchFilters, Tier, utcnow
 from ..providers.base import MemoryProvider
 from ..recall.block import L1Block
@@ -68,7 +68,16 @@ class HookActions:
                                session_id=session_id, after_compaction=after_compaction)
         if block.section("commitments"):  # due ones are shown once; marked after the answer
             self._background(self._mark_shown(block), "mark-due-shown")
+        self._count_shown(user_id, [m.id for m in block.shown])
         return block
+
+    def _count_shown(self, user_id: str, ids: Sequence[str]) -> None:
+        """Count the memories of a block injected without a prompt's recall (SessionStart's, after
+        compaction, the prefetch) as retrieved, after the answer: a memory shown this way is in
+        use (the lifecycle's never-used rule keeps it). ``last_accessed`` is left as it is, so
+        their expiry is unchanged."""
+        if ids:
+            self._background(self.provider.record_retrieval(ids, user_id=user_id, refresh=False), "record-shown")
 
     async def _mark_shown(self, block: L1Block) -> None:
         async with self.write_lock:
@@ -134,8 +143,10 @@ class HookActions:
                        local: str | None = None, exclude_ids: Sequence[str] = (), max_tokens: int,
                        max_items: int = 3) -> PrefetchResult:
         """What is known about ``items`` (:func:`dexai_memory.recall.prefetch.prefetch` on the provider)."""
-        return await prefetch(self.provider, user_id, items, max_tokens=max_tokens, max_items=max_items,
-                              project=project, local=local, exclude_ids=exclude_ids)
+        result = await prefetch(self.provider, user_id, items, max_tokens=max_tokens, max_items=max_items,
+                                project=project, local=local, exclude_ids=exclude_ids)
+        self._count_shown(user_id, result.memory_ids)
+        return result
 
     async def episode(self, *, user_id: str, episode: Episode, project: str | None = None) -> dict[str, Any]:
         """Store the episode, or update the one of the same stretch (:func:`store_episode`)."""
@@ -144,11 +155,15 @@ class HookActions:
         return {"id": memory.id, "created": created}
 
     async def record_usage(self, *, user_id: str, session_id: str | None, reply: str,
-                           injected: Sequence[str]) -> list[str]:
+                           injected: Sequence[str], shown: Sequence[str] = ()) -> list[str]:
         """Count citations of the ``injected`` memories ``reply`` used
-        (:func:`dexai_memory.lifecycle.usage.record_citations`); returns their ids."""
+        (:func:`dexai_memory.lifecycle.usage.record_citations`), and an ignore for each memory of
+        ``shown`` (the recall block of the prompt ``reply`` answered) it did not use
+        (:func:`~dexai_memory.lifecycle.usage.record_ignores`); returns the cited ids."""
         async with self.write_lock:
-            return await record_citations(self.provider, user_id, reply, injected, session_id=session_id)
+            cited = await record_citations(self.provider, user_id, reply, injected, session_id=session_id)
+            await record_ignores(self.provider, user_id, reply, shown)
+            return cited
 
     async def session_end(self, *, user_id: str, session_id: str | None) -> dict[str, Any]:
         """Flush, then schedule consolidation when the session added enough notes."""

@@ -31,7 +31,8 @@ What each event does
 ``stop``
     Queue the turn (the prompts recorded by UserPromptSubmit, and the reply). Safe async: an
     async Stop queues only the prompts received before it, SessionEnd catches up a turn whose
-    Stop never came.
+    Stop never came. Count what the reply used of the injected memories (citations), and what
+    it did not use of its prompt's recall block (ignores: :mod:`dexai_memory.lifecycle.usage`).
 ``session-end``
     Catch up the last turn; store the final working-state snapshot (the next session's
     "last session state"); record the episode; get the queue extracted; schedule
@@ -60,6 +61,7 @@ from .catch_up import TranscriptPrompt, missing_prompts, prompt_key, prompt_text
 from .event import HookEvent, empty_answer
 from .history_offer import history_offer
 from .session_state import (
+    AWAITING,
     MAX_TOOL_TEXT,
     backup_transcript,
     clear_marker,
@@ -332,7 +334,7 @@ class EventExecutor:
             await self.queue_prompt(event, prompt)
         if event.replayed:
             return {}
-        start = ""
+        start, shown = "", []
         if marker is not None:
             block = await self.actions.l1(user_id=event.user_id, query=reinjection_query(marker, {}, prompt),
                                           recent=recent, project=event.project, session_id=sid,
@@ -347,10 +349,11 @@ class EventExecutor:
                 start, started = block.text, [m.id for m in block.memories]
             result = await self.recall(user_id=event.user_id, prompt=prompt, recent=recent, project=event.project,
                                        exclude_ids=[*(str(i) for i in state.get("injected") or []), *started])
-            text, ids, reset = result.text, [*started, *result.memory_ids], False
+            # ``shown``: the recall block, which the reply to this prompt uses or ignores
+            text, ids, reset, shown = result.text, [*started, *result.memory_ids], False, result.memory_ids
 
         def after() -> None:
-            remember_injected(settings, sid, ids, reset=reset, extra={STARTED: True})
+            remember_injected(settings, sid, ids, reset=reset, extra={STARTED: True}, awaiting=shown)
             if marker is not None:
                 clear_marker(settings, sid)
 
@@ -455,15 +458,10 @@ class EventExecutor:
     def turn(self, event: HookEvent, *, kind: str, role: str, text: str, tid: str | None = None,
              metadata: dict[str, Any] | None = None) -> Turn:
         return Turn.from_dict({
-            "id": tid or turn_id(event.session_id, kind, text),
-            "user_id": event.user_id,
-            "content": text,
-            "role": role,
-            "timestamp": utcnow().isoformat(),
-            "session_id": event.session_id,
+            "id": tid or turn_id(event.session_id, kind, text), "user_id": event.user_id, "content": text,
+            "role": role, "timestamp": utcnow().isoformat(), "session_id": event.session_id,
             "project": self.capture_project(event),
-            "metadata": {"source": f"{event.source}:{kind}", **(metadata or {})},
-        })
+            "metadata": {"source": f"{event.source}:{kind}", **(metadata or {})}})
 
     async def submit(self, turn: Turn) -> bool:
         """Admit (redact, then gate) and queue ``turn`` durably; True when queued. Raises when
@@ -491,20 +489,21 @@ class EventExecutor:
             # raises when the queue cannot be written (disk full): the prompt stays pending, so the
             # next Stop (or SessionEnd) tries again
             await self.submit(self.turn(event, kind="user", role="user", text=str(entry["prompt"]), tid=tid))
-        reply = reply or ""
+        reply = reply or ""  # ``shown``: the recall blocks of the prompts it answers (used or ignored)
+        shown = [str(i) for i in state.get(AWAITING) or []] if reply.strip() else []
         if reply.strip():
             # its context (the prompt before it) is the daemon's recent turns of the session
             await self.submit(self.turn(event, kind="assistant", role="assistant", text=reply))
         if mine or reply.strip() or handled:
             handled += [prompt_key(str(p["prompt"])) for p in mine]
-            await asyncio.to_thread(lambda: forget_pending(settings, sid, mine, handled))
+            await asyncio.to_thread(lambda: forget_pending(settings, sid, mine, handled, answered=shown))
         if catch_up:
             self._caught_up.add(sid)
         self.daemon.queue.notify()
         injected = [str(i) for i in state.get("injected") or []]
-        if reply.strip() and injected:
+        if reply.strip() and (injected or shown):
             self.daemon.spawn(self.actions.record_usage(user_id=event.user_id, session_id=sid, reply=reply,
-                                                        injected=injected), "record-usage")
+                                                        injected=injected, shown=shown), "record-usage")
         return len(mine)
 
     async def catch_up_turn(self, event: HookEvent) -> int:

@@ -201,6 +201,11 @@ MAX_PENDING = 20
 #: Most keys kept in a session's ``handled`` list (prompts queued or gated: the transcript
 #: catch-up skips them; a transcript tail holds fewer prompts).
 MAX_HANDLED = 400
+#: Session state key: the ids of the recall blocks injected with the prompts no reply has answered
+#: yet; the next Stop counts those its reply did not use as ignored (:mod:`dexai_memory.lifecycle.usage`).
+AWAITING = "awaiting_reply"
+#: Most ids kept in :data:`AWAITING`.
+MAX_AWAITING = 200
 
 
 @contextlib.contextmanager
@@ -220,11 +225,13 @@ def state_lock(settings: Settings) -> Iterator[None]:
 
 def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[str], *,
                       reset: bool = False, prompt: str | None = None, prompt_id: str | None = None,
-                      extra: dict[str, Any] | None = None, at: float | None = None) -> None:
+                      extra: dict[str, Any] | None = None, at: float | None = None,
+                      awaiting: Sequence[str] = ()) -> None:
     """Record injected memory ids (``reset`` after compaction: the old injections are gone),
     the last prompt of the session (already redacted by the caller, :func:`redact_for_state`)
     and ``extra`` keys. The prompt is also added to ``pending`` (with the time it was
-    submitted) for the turn's Stop, or SessionEnd's catch-up, to queue."""
+    submitted) for the turn's Stop, or SessionEnd's catch-up, to queue. ``awaiting``: the ids of
+    the prompt's recall block, which the next reply used or ignored (:data:`AWAITING`)."""
     with state_lock(settings):
         state = load_session(settings, session_id)
         state.update(extra or {})
@@ -232,6 +239,8 @@ def remember_injected(settings: Settings, session_id: str | None, ids: Sequence[
             state["injected"] = []
         injected = list(dict.fromkeys([*(state.get("injected") or []), *ids]))[-500:]
         state["injected"] = injected
+        if awaiting:
+            state[AWAITING] = list(dict.fromkeys([*(state.get(AWAITING) or []), *awaiting]))[-MAX_AWAITING:]
         if prompt is not None:
             pending = pending_prompts(state)
             state["last_prompt"] = prompt[:4000]
@@ -255,10 +264,11 @@ def pending_prompts(state: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def forget_pending(settings: Settings, session_id: str | None, done: Sequence[dict[str, Any]],
-                   handled: Sequence[str] = (), **fields: Any) -> None:
+                   handled: Sequence[str] = (), answered: Sequence[str] = (), **fields: Any) -> None:
     """Drop the ``done`` prompts from the session's ``pending`` list (they are queued), add
-    ``handled`` to its ``handled`` prompt keys (what the transcript catch-up skips) and set
-    ``fields``; a state file SessionEnd already removed is not written again."""
+    ``handled`` to its ``handled`` prompt keys (what the transcript catch-up skips), drop the
+    ``answered`` ids from :data:`AWAITING` (a reply came) and set ``fields``; a state file
+    SessionEnd already removed is not written again."""
     keys = {(p.get("prompt_id"), p.get("prompt")) for p in done}
     with state_lock(settings):
         path = session_file(settings, session_id)
@@ -269,6 +279,9 @@ def forget_pending(settings: Settings, session_id: str | None, done: Sequence[di
         state.pop("queued_prompt", None)
         if handled:
             state["handled"] = list(dict.fromkeys([*(state.get("handled") or []), *handled]))[-MAX_HANDLED:]
+        if answered:
+            gone = set(answered)
+            state[AWAITING] = [i for i in state.get(AWAITING) or [] if i not in gone]
         state.update(fields)
         save_session(settings, session_id, state)
 

@@ -18,6 +18,12 @@ identity       RELATIONSHIP, ``category`` "person" / "identity" 0.5     365 d
 when it was stored, last updated or repeated, and last injected or recalled)
 is archived, unless it is pinned.
 
+**Unused**: a memory never retrieved (injected or recalled) nor cited
+(``retrieval_count`` and ``citation_count`` both 0, :mod:`.usage`) that was
+stored, repeated or changed ``lifecycle.unused_forget_days`` (90) ago or more
+is archived, whatever its category; pinned memories and memories written by
+hand (:func:`~dexai_memory.models.by_hand`) are kept.
+
 **Cap**: above ``lifecycle.prune_from`` (120) durable facts, the highest
 eviction scores, ``age in days x weight / confidence`` (age since the last
 reference), are archived, ``prune_batch`` per run, and always enough to get
@@ -35,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
+from ..models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, by_hand, utcnow
 
 if TYPE_CHECKING:
     from ..limits import LifecycleConfig
@@ -104,7 +110,8 @@ class Evicted:
 
 @dataclass
 class LifecycleReport:
-    """What one run archived: expired memories, then evicted ones; the durable facts before and after."""
+    """What one run archived: expired memories, unused ones, then evicted ones; the durable facts
+    before and after."""
 
     user_id: str
     dry_run: bool
@@ -112,14 +119,21 @@ class LifecycleReport:
     expired: list[Evicted] = field(default_factory=list)
     evicted: list[Evicted] = field(default_factory=list)
     purged_clears: int = 0
+    unused: list[Evicted] = field(default_factory=list)
+
+    @property
+    def archived(self) -> list[Evicted]:
+        """Every memory the run archives (or would), in the order it does."""
+        return [*self.expired, *self.unused, *self.evicted]
 
     @property
     def facts_after(self) -> int:
-        return self.facts_before - len(self.expired) - len(self.evicted)
+        return self.facts_before - len(self.archived)
 
     def to_dict(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "dry_run": self.dry_run, "facts_before": self.facts_before,
                 "facts_after": self.facts_after, "expired": [e.to_dict() for e in self.expired],
+                "unused": [e.to_dict() for e in self.unused],
                 "evicted": [e.to_dict() for e in self.evicted], "purged_clears": self.purged_clears}
 
 
@@ -147,6 +161,19 @@ def expired(memories: list[Memory], cfg: LifecycleConfig, now: datetime) -> list
     return out
 
 
+def unused(memories: list[Memory], cfg: LifecycleConfig, now: datetime) -> list[Evicted]:
+    """The ``memories`` never retrieved nor cited within ``lifecycle.unused_forget_days`` of being
+    stored or last changed (not pinned, not written by hand)."""
+    days = cfg.unused_forget_days
+    if days <= 0:
+        return []
+    return [Evicted(m.id, m.content, lifecycle_category(m),
+                    f"unused: never injected, recalled nor cited in the {days} days it may wait for a use; "
+                    f"stored or last changed {age_days(m, now):.0f} days ago")
+            for m in memories
+            if not (m.pinned or by_hand(m) or m.retrieval_count or m.citation_count) and age_days(m, now) >= days]
+
+
 def to_evict(memories: list[Memory], cfg: LifecycleConfig, now: datetime) -> list[Evicted]:
     """Which of ``memories`` (current durable facts) the cap evicts this run, highest score first."""
     count = len(memories)
@@ -164,19 +191,21 @@ def to_evict(memories: list[Memory], cfg: LifecycleConfig, now: datetime) -> lis
 
 async def run_lifecycle(provider: MemoryProvider, user_id: str, cfg: LifecycleConfig, *, dry_run: bool = False,
                         now: datetime | None = None) -> LifecycleReport:
-    """Expire, then evict above the cap, for ``user_id`` (see the module docstring)."""
+    """Expire, archive the unused, then evict above the cap, for ``user_id`` (see the module docstring)."""
     now = now or utcnow()
     memories = await durable_facts(provider, user_id)
     report = LifecycleReport(user_id, dry_run, facts_before=len(memories))
     report.expired = expired(memories, cfg, now)
     gone = {e.id for e in report.expired}
+    report.unused = unused([m for m in memories if m.id not in gone], cfg, now)
+    gone |= {e.id for e in report.unused}
     report.evicted = to_evict([m for m in memories if m.id not in gone], cfg, now)
     if not dry_run:
         by_id = {m.id: m for m in memories}
-        for e in [*report.expired, *report.evicted]:
+        for e in report.archived:
             await archive(provider, by_id[e.id], e.reason, now)
-        if report.expired or report.evicted:
-            logger.info("lifecycle for %s: %d expired, %d evicted (%d durable facts left)", user_id,
-                        len(report.expired), len(report.evicted), report.facts_after)
+        if report.archived:
+            logger.info("lifecycle for %s: %d expired, %d unused, %d evicted (%d durable facts left)", user_id,
+                        len(report.expired), len(report.unused), len(report.evicted), report.facts_after)
     return report
 

@@ -6,13 +6,20 @@ repeats its distinctive words (names, numbers, paths, rare words: at least
 half of them, and at least two unless it has only one). A citation adds one
 to ``citation_count`` (once per memory per session, a ``CITED`` history entry
 records the session) and refreshes ``last_accessed``, so a memory the agent
-keeps using does not expire (:mod:`.eviction`). ``dexai memory get`` shows
-``retrieval_count`` (times injected or recalled) next to ``citation_count``
-(times used); their difference is how often it was ignored.
+keeps using does not expire (:mod:`.eviction`). A memory of the prompt's recall
+block that the reply which followed did not use counts as **ignored**: one more
+``ignore_count`` (no history entry, no refresh: being ignored is no reference).
+The SessionStart block (profile, pins, standing instructions) is never counted
+ignored: it is not chosen for the prompt. ``dexai memory get`` shows
+``retrieval_count`` (times injected or recalled), ``citation_count`` (times
+used) and ``ignore_count``.
 
-Runs in the daemon (socket operation ``hook.turn_end`` with the reply) and in
-the Agent SDK hooks; a command hook without a daemon records none. Ranking does
-not use the counts (no benchmark measures their effect yet).
+Recall ranks by them (:func:`dexai_memory.recall.ranking.usage_factor`: a
+bounded multiplier, ``auto_recall.usage_weight``), and the lifecycle archives
+what was never retrieved nor cited (:mod:`.eviction`, ``lifecycle.unused_forget_days``).
+
+Runs in the daemon (the executor's Stop handling, for every door) and in the
+Agent SDK hooks; a command hook without a daemon records none.
 """
 
 from __future__ import annotations
@@ -92,3 +99,22 @@ async def record_citations(provider: MemoryProvider, user_id: str, reply: str, i
     if counted:
         logger.info("%d injected memories of %s cited in a reply", len(counted), user_id)
     return counted
+
+
+async def record_ignores(provider: MemoryProvider, user_id: str, reply: str, shown_ids: Sequence[str]) -> list[str]:
+    """Count one ignore for each memory of ``shown_ids`` (the recall block of the prompt ``reply``
+    answered) that ``reply`` does not use; returns their ids."""
+    if not reply.strip() or not shown_ids:
+        return []
+    words = distinctive(reply)
+    ignored = []
+    for memory_id in list(dict.fromkeys(shown_ids))[-MAX_COMPARED:]:
+        try:
+            memory = await provider.get(memory_id, user_id=user_id)
+        except MemoryNotFound:
+            continue
+        if not used_in(reply, memory, reply_words=words):
+            ignored.append(memory_id)
+    if ignored:
+        await provider.record_ignored(ignored, user_id=user_id)
+    return ignored

@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 UPDATABLE_FIELDS = frozenset({
     "content", "project", "type", "importance", "confidence", "mention_count", "tier",
     "source_ids", "session_id", "valid_from", "valid_until", "superseded_by", "superseded_at",
-    "archived", "pinned", "retrieval_count", "citation_count", "last_accessed", "metadata",
+    "archived", "pinned", "retrieval_count", "citation_count", "ignore_count", "last_accessed", "metadata",
 })
 
 ProgressCallback = Callable[[int], None]
@@ -221,8 +221,9 @@ class MemoryProvider(abc.ABC):
         the backend keeps none: recall then follows no links)."""
         return []
 
-    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str) -> None:
-        """Count that these memories were retrieved (injected into context) now."""
+    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True) -> None:
+        """Count that these memories were retrieved (injected into context) now; ``refresh``: and
+        set ``last_accessed`` (a reference, which the lifecycle's expiry counts from)."""
         now = utcnow()
         for memory_id in memory_ids:
             try:
@@ -230,7 +231,17 @@ class MemoryProvider(abc.ABC):
             except MemoryNotFound:
                 continue
             await self.update(memory_id, user_id=user_id, retrieval_count=memory.retrieval_count + 1,
-                              last_accessed=now)
+                              **({"last_accessed": now} if refresh else {}))
+
+    async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
+        """Count that these memories were in a prompt's recall block and the reply did not use them
+        (``ignore_count``; not a reference: ``last_accessed`` is left as it is)."""
+        for memory_id in memory_ids:
+            try:
+                memory = await self.get(memory_id, user_id=user_id)
+            except MemoryNotFound:
+                continue
+            await self.update(memory_id, user_id=user_id, ignore_count=memory.ignore_count + 1)
 
     # ------------------------------------------------------------------ tiers
     async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:

@@ -147,6 +147,7 @@ def memory_payload(m: Memory) -> dict[str, Any]:
         "dx_deleted": m.deleted,
         "dx_retrieval_count": m.retrieval_count,
         "dx_citation_count": m.citation_count,
+        "dx_ignore_count": m.ignore_count,
         "dx_last_accessed": _iso(m.last_accessed),
         "dx_meta": json.dumps(dict(m.metadata), default=str),
     }
@@ -166,6 +167,7 @@ def memory_from_item(item: Mapping[str, Any], user_id: str) -> Memory:
         superseded_at=as_utc(meta.get("dx_superseded_at")), archived=bool(meta.get("dx_archived")),
         pinned=bool(meta.get("dx_pinned")), deleted=bool(meta.get("dx_deleted")),
         retrieval_count=meta.get("dx_retrieval_count", 0), citation_count=meta.get("dx_citation_count", 0),
+        ignore_count=meta.get("dx_ignore_count", 0),
         last_accessed=as_utc(meta.get("dx_last_accessed")), metadata=json.loads(meta.get("dx_meta") or "{}"),
     )
 

@@ -93,6 +93,7 @@ def edge_attributes(m: Memory) -> dict[str, Any]:
         "dx_created": _iso(m.created_at), "dx_created_ts": m.created_at.timestamp(), "dx_updated": _iso(m.updated_at),
         "dx_superseded_by": m.superseded_by, "dx_archived": m.archived, "dx_pinned": m.pinned,
         "dx_deleted": m.deleted, "dx_retrieval_count": m.retrieval_count, "dx_citation_count": m.citation_count,
+        "dx_ignore_count": m.ignore_count,
         "dx_last_accessed": _iso(m.last_accessed), "dx_meta": json.dumps(dict(m.metadata), default=str),
     }
 
@@ -111,6 +112,7 @@ def memory_from_edge(edge: Any, user_id: str) -> Memory:
         superseded_at=as_utc(edge.expired_at), archived=bool(a.get("dx_archived")),
         pinned=bool(a.get("dx_pinned")), deleted=bool(a.get("dx_deleted")),
         retrieval_count=a.get("dx_retrieval_count", 0), citation_count=a.get("dx_citation_count", 0),
+        ignore_count=a.get("dx_ignore_count", 0),
         last_accessed=as_utc(a.get("dx_last_accessed")), metadata=json.loads(a.get("dx_meta") or "{}"),
     )
 

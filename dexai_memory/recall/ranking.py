@@ -42,7 +42,15 @@ fuses relevance with the provider's rank score, importance and recency::
 
     score = 0.70 * relevance + 0.15 * rank_score + 0.10 * importance/10 + 0.05 * recency
 
-where recency is ``exp(-age_days / 30)``. A memory is "already visible" when
+where recency is ``exp(-age_days / 30)``. Budget mode (every recall door) then multiplies the
+score by what use taught (:func:`usage_factor`): ``1 + w * (c - i/2) / (c + i/2 + 1)`` for ``c``
+citations and ``i`` ignores (:mod:`dexai_memory.lifecycle.usage`), ``w`` =
+``auto_recall.usage_weight`` (0.1): a memory never cited nor ignored keeps its score, one cited
+once gains 5 %, one ignored 5 times loses 7 %, and no memory moves by more than ``w``, about
+three places of the fused ranking: use reorders memories that match about equally, never a
+clear match below a poor one. Relevance (the floor) is left as it is.
+
+A memory is "already visible" when
 its content (normalised) is a substring of the recent conversation or 90 % of
 its content words appear there, or its id was injected earlier in the session.
 
@@ -111,6 +119,12 @@ def is_evidence(memory: Memory) -> bool:
     turn it keeps); not the record of a transcript backup (a file path, no turn)."""
     return memory.type is not MemoryType.TRANSCRIPT or bool(memory.source_ids)
 RECENCY_HALF_DAYS = 30.0
+#: What one ignore weighs against one citation in :func:`usage_factor`: the reply may use a memory
+#: without repeating its words (a preference followed, a path run in a tool call), so an ignore is
+#: weaker evidence than a citation.
+IGNORE_WEIGHT = 0.5
+#: The prior of :func:`usage_factor`: a few observations move a memory little.
+USAGE_PRIOR = 1.0
 
 #: The words ranking ignores: the one stop list and the words of a request ("please tell me what I
 #: need") and of a note's framing ("The user wants ..."), see :data:`~dexai_memory.text.words.REQUEST_WORDS`.
@@ -319,11 +333,22 @@ class VisibleContext:
         return False
 
 
+def usage_factor(memory: Memory, weight: float) -> float:
+    """What use taught about ``memory``, as a multiplier of its score in ``[1 - weight, 1 + weight]``:
+    ``1 + weight * (c - i * IGNORE_WEIGHT) / (c + i * IGNORE_WEIGHT + USAGE_PRIOR)`` for ``c`` =
+    ``citation_count`` and ``i`` = ``ignore_count``; 1.0 for a memory never cited nor ignored."""
+    cited, ignored = memory.citation_count, memory.ignore_count * IGNORE_WEIGHT
+    if weight <= 0 or (not cited and not ignored):
+        return 1.0
+    return 1.0 + weight * (cited - ignored) / (cited + ignored + USAGE_PRIOR)
+
+
 def rank(results: Sequence[SearchResult], query: str, *, now: datetime | None = None,
-         weights: tuple[float, float, float, float] | None = None) -> list[RecalledMemory]:
+         weights: tuple[float, float, float, float] | None = None, usage_weight: float = 0.0) -> list[RecalledMemory]:
     """Score search results (relevance fused with rank, importance, recency), best first.
 
     ``weights`` = (relevance, rank, importance, recency); the module's ``W_*`` by default.
+    ``usage_weight``: multiply each score by :func:`usage_factor` (0: not at all).
     """
     now = now or utcnow()
     terms = content_terms(query)
@@ -333,6 +358,7 @@ def rank(results: Sequence[SearchResult], query: str, *, now: datetime | None = 
         rel = relevance(r, terms)
         score = (w_rel * rel + w_rank * max(0.0, min(1.0, r.score))
                  + w_imp * r.memory.importance / 10.0 + (w_rec * recency(r.memory, now) if w_rec else 0.0))
+        score *= usage_factor(r.memory, usage_weight)
         out.append(RecalledMemory(r.memory, score, rel, r.similarity, r.bm25_rank))
     out.sort(key=lambda x: (-x.score, x.memory.id))
     return out
@@ -454,7 +480,8 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     Budget mode searches notes and the raw turns archived in L3 together
     (:data:`BUDGET_TYPES`; a transcript is the fallback for a turn whose notes
     missed the point), ranks by the provider's fused rank first
-    (:data:`BUDGET_WEIGHTS`) and shows one memory per source turn
+    (:data:`BUDGET_WEIGHTS`), weighed by use (:func:`usage_factor`, ``auto_recall.usage_weight``),
+    and shows one memory per source turn
     (``select(distinct_sources=True)``). With ``auto_recall.follow_links`` the memories linked
     to the first hits join the candidates, scored below them (:func:`with_links`; not in a
     look back). ``pool`` defaults to
@@ -469,7 +496,7 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
         project=project, types=BUDGET_TYPES, valid_only=False, include_archived=True, as_of=as_of)
     results = await provider.search(query, user_id=user_id, filters=filters, limit=size)
     results = [r for r in results if is_evidence(r.memory)]
-    ranked = rank(results, query, now=now, weights=BUDGET_WEIGHTS)
+    ranked = rank(results, query, now=now, weights=BUDGET_WEIGHTS, usage_weight=settings.auto_recall.usage_weight)
     exclude = set(exclude_ids)
     visible = VisibleContext(recent, exclude_ids=exclude) if recent or exclude else None
     floor = BUDGET_MODE_FLOOR if threshold is None else threshold

@@ -89,13 +89,14 @@ def old(content: str, days: float, type: MemoryType = MemoryType.FACT, confidenc
 
 
 def test_category_expiry_unless_referenced() -> None:
+    used = {"retrieval_count": 1}  # injected once, long ago: the unused rule (below) leaves them to their expiry
     store([
-        old("Project fact unreferenced for 61 days", 61),
-        old("Project fact recalled last week", 61, last_accessed=utcnow() - timedelta(days=7)),
-        old("Preference unreferenced for 100 days", 100, MemoryType.PREFERENCE),
-        old("Preference unreferenced for 181 days", 181, MemoryType.PREFERENCE),
-        old("Colleague known for 300 days", 300, MemoryType.RELATIONSHIP),
-        old("Colleague known for 366 days", 366, MemoryType.RELATIONSHIP),
+        old("Project fact unreferenced for 61 days", 61, **used),
+        old("Project fact recalled last week", 61, last_accessed=utcnow() - timedelta(days=7), **used),
+        old("Preference unreferenced for 100 days", 100, MemoryType.PREFERENCE, **used),
+        old("Preference unreferenced for 181 days", 181, MemoryType.PREFERENCE, **used),
+        old("Colleague known for 300 days", 300, MemoryType.RELATIONSHIP, **used),
+        old("Colleague known for 366 days", 366, MemoryType.RELATIONSHIP, **used),
         old("Pinned project fact of 400 days", 400, pinned=True),
     ])
     dry = json.loads(ok("memory", "prune", "--user", U, "--dry-run", "--json").stdout)
@@ -112,6 +113,33 @@ def test_category_expiry_unless_referenced() -> None:
     archived = json.loads(ok("memory", "list", "--user", U, "--all", "--json").stdout)
     gone = [m for m in archived if m["archived"]]
     assert len(gone) == 3 and {m["tier"] for m in gone} == {"L3"}
+
+
+def test_never_used_facts_are_archived_after_the_unused_window() -> None:
+    """lifecycle.unused_forget_days (90): a durable fact never injected, recalled nor cited is
+    archived 90 days after it was stored, whatever its category; one used once, a pinned one and
+    one written by hand are kept; `prune` reports them under "unused", archived to L3."""
+    store([
+        old("Colleague Priya was never mentioned again", 120, MemoryType.RELATIONSHIP),
+        old("Preference for tabs never came up", 95, MemoryType.PREFERENCE),
+        old("Project fact stored last month", 30),
+        old("Colleague Omar was recalled once", 120, MemoryType.RELATIONSHIP, retrieval_count=1,
+            last_accessed=utcnow() - timedelta(days=100)),
+        old("Colleague Ines was cited once", 120, MemoryType.RELATIONSHIP, citation_count=1,
+            last_accessed=utcnow() - timedelta(days=100)),
+        old("Pinned preference for dark mode", 120, MemoryType.PREFERENCE, pinned=True),
+        old("Preference typed by hand for UTC dates", 120, MemoryType.PREFERENCE, metadata={"source": "cli"}),
+    ])
+    dry = json.loads(ok("memory", "prune", "--user", U, "--dry-run", "--json").stdout)
+    assert sorted(e["content"] for e in dry["unused"]) == [
+        "Colleague Priya was never mentioned again", "Preference for tabs never came up"]
+    assert len(current()) == 7  # a dry run changes nothing
+    text = ok("memory", "prune", "--user", U).output
+    assert "2 unused" in text and "unused: never injected, recalled nor cited in the 90 days" in text
+    left = {m.content for m in current()}
+    assert "Colleague Priya was never mentioned again" not in left and len(left) == 5
+    gone = [m for m in json.loads(ok("memory", "list", "--user", U, "--all", "--json").stdout) if m["archived"]]
+    assert {m["tier"] for m in gone} == {"L3"} and len(gone) == 2  # archived, never deleted
 
 
 def test_cap_evicts_highest_score_first_down_to_the_cap() -> None:

@@ -103,14 +103,18 @@ async def test_hook_events_over_the_daemon_socket_count_citations(provider: Nati
 
 
 def test_get_shows_the_counts(settings: Settings) -> None:
-    async def go() -> str:
+    async def go() -> tuple[str, str]:
         async with NativeProvider(settings.db_path, embedder=None) as p:
             m = await p.add(Memory(content="The orders service runs on port 8443", user_id=U))
-            await p.record_retrieval([m.id], user_id=U)
-            await HookActions(settings, p).record_usage(user_id=U, session_id="s1", injected=[m.id],
+            other = await p.add(Memory(content="The billing service runs on port 9090", user_id=U))
+            await p.record_retrieval([m.id, other.id], user_id=U)
+            await HookActions(settings, p).record_usage(user_id=U, session_id="s1", injected=[m.id, other.id],
+                                                        shown=[m.id, other.id],
                                                         reply="It listens on port 8443 (orders service).")
-            return m.id
+            return m.id, other.id
 
-    memory_id = asyncio.run(go())
-    shown = CliRunner().invoke(cli, ["memory", "get", memory_id, "--user", U], catch_exceptions=False).output
-    assert "retrieval_count: 1" in shown and "citation_count: 1" in shown
+    used, ignored = asyncio.run(go())
+    shown = CliRunner().invoke(cli, ["memory", "get", used, "--user", U], catch_exceptions=False).output
+    assert "retrieval_count: 1" in shown and "citation_count: 1" in shown and "ignore_count" not in shown  # 0: hidden
+    shown = CliRunner().invoke(cli, ["memory", "get", ignored, "--user", U], catch_exceptions=False).output
+    assert "citation_count" not in shown and "ignore_count: 1" in shown

@@ -181,3 +181,23 @@ async def test_vector_index_matches_vec0_and_follows_writes(tmp_path: Path, embe
         # filters are applied to index hits
         res = await fast.search("music", user_id="u", filters=SearchFilters.make(types=["EVENT"]))
         assert res == []
+
+
+async def test_a_store_of_migration_5_gains_ignore_count_and_keeps_its_counts(tmp_path: Path) -> None:
+    """Migration 6 adds ``ignore_count`` (0) to a store written before it; the other counts stay."""
+    db = tmp_path / "memory.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    migrations.current_version(conn)
+    for number, name, fn in migrations.MIGRATIONS:
+        if number <= 5:
+            conn.executescript(f"BEGIN;\n{fn()}\nINSERT INTO schema_migrations VALUES ({number}, '{name}', 'then');"
+                               "\nCOMMIT;")
+    conn.execute("INSERT INTO memories (id, user_id, content, type, created_at, valid_from, retrieval_count, "
+                 "citation_count) VALUES ('m_old', 'sam', 'The orders service runs on port 8443', 'FACT', "
+                 "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', 4, 3)")
+    conn.close()
+    async with NativeProvider(db, embedder=None) as p:
+        old = await p.get("m_old", user_id="sam")
+        assert (old.retrieval_count, old.citation_count, old.ignore_count) == (4, 3, 0)
+        await p.record_ignored(["m_old"], user_id="sam")
+        assert (await p.get("m_old", user_id="sam")).ignore_count == 1

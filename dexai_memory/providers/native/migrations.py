@@ -218,6 +218,13 @@ def m006_links() -> str:
     )
 
 
+@migration
+def m007_ignore_count() -> str:
+    """``ignore_count``: times a memory was in a prompt's recall block and the reply did not use it
+    (:mod:`dexai_memory.lifecycle.usage`); ranking weighs it against ``citation_count``."""
+    return "ALTER TABLE memories ADD COLUMN ignore_count INTEGER NOT NULL DEFAULT 0;"
+
+
 def current_version(conn: Conn) -> int:
     """The highest applied migration number (0 for a new database)."""
     conn.execute(

@@ -25,7 +25,7 @@ COLUMNS = (
     "id", "user_id", "project", "content", "type", "importance", "confidence", "mention_count", "tier",
     "source_ids", "session_id", "created_at", "updated_at", "valid_from", "valid_until", "superseded_by",
     "superseded_at", "archived", "pinned", "deleted", "retrieval_count", "citation_count", "last_accessed",
-    "metadata",
+    "metadata", "ignore_count",
 )
 #: :data:`COLUMNS` on the alias ``m``, for ``SELECT {SELECT} FROM memories m``.
 SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
@@ -65,7 +65,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         m.tier.value, json.dumps(list(m.source_ids)), m.session_id, ts(m.created_at), ts(m.updated_at),
         ts(m.valid_from), ts(m.valid_until), m.superseded_by, ts(m.superseded_at), int(m.archived),
         int(m.pinned), int(m.deleted), m.retrieval_count, m.citation_count, ts(m.last_accessed),
-        json.dumps(dict(m.metadata), default=str),
+        json.dumps(dict(m.metadata), default=str), m.ignore_count,
     )
 
 

@@ -123,6 +123,13 @@ def m003_links() -> str:
     """
 
 
+@migration
+def m004_ignore_count() -> str:
+    """``ignore_count``: times a memory was in a prompt's recall block and the reply did not use it
+    (:mod:`dexai_memory.lifecycle.usage`); ranking weighs it against ``citation_count``."""
+    return "ALTER TABLE memories ADD COLUMN ignore_count INTEGER NOT NULL DEFAULT 0;"
+
+
 async def current_version(conn: psycopg.AsyncConnection) -> int:
     """The highest applied migration number (0 for a new schema)."""
     await conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "

@@ -35,7 +35,7 @@ COLUMNS = (
     "id", "user_id", "project", "content", "type", "importance", "confidence", "mention_count", "tier",
     "source_ids", "session_id", "created_at", "updated_at", "valid_from", "valid_until", "superseded_by",
     "superseded_at", "archived", "pinned", "deleted", "retrieval_count", "citation_count", "last_accessed",
-    "metadata",
+    "metadata", "ignore_count",
 )
 #: :data:`COLUMNS` on the alias ``m``.
 SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
@@ -61,7 +61,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         m.id, m.user_id, m.project, m.content, m.type.value, m.importance, m.confidence, m.mention_count,
         m.tier.value, Jsonb(list(m.source_ids)), m.session_id, m.created_at, m.updated_at, m.valid_from,
         m.valid_until, m.superseded_by, m.superseded_at, m.archived, m.pinned, m.deleted, m.retrieval_count,
-        m.citation_count, m.last_accessed, Jsonb(_json_safe(m.metadata)), scope_of(m),
+        m.citation_count, m.last_accessed, Jsonb(_json_safe(m.metadata)), m.ignore_count, scope_of(m),
     )
 
 
