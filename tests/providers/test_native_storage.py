@@ -183,8 +183,8 @@ async def test_vector_index_matches_vec0_and_follows_writes(tmp_path: Path, embe
         assert res == []
 
 
-async def test_a_store_of_migration_5_gains_ignore_count_and_keeps_its_counts(tmp_path: Path) -> None:
-    """Migration 6 adds ``ignore_count`` (0) to a store written before it; the other counts stay."""
+async def test_a_store_before_ignore_count_gains_it_and_keeps_its_counts(tmp_path: Path) -> None:
+    """Migration 7 adds ``ignore_count`` (0) to a store written before it (here: at migration 5); the other counts stay."""
     db = tmp_path / "memory.db"
     conn = sqlite3.connect(db, isolation_level=None)
     migrations.current_version(conn)
