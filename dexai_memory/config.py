@@ -256,6 +256,8 @@ def _default_retention() -> dict[str, int | None]:
         "SNAPSHOT": 7,
         "TRANSCRIPT": None,
         "EPISODE": 180,
+        "PROCEDURE": None,
+        "PATTERN": None,
     }
 
 
