@@ -118,7 +118,9 @@ _CONVENTIONS = (
     re.compile(r"^(?:(?:I|we)\s+(?:always\s+)?(?:name|prefix|suffix)|(?:please\s+)?(?:always\s+)?(?:name|prefix|"
                r"suffix))\s+(?:all\s+|every\s+|each\s+|new\s+|our\s+|the\s+)?(?:\w+\s+)?" + _CODE_THINGS + r"\b",
                re.I),
-    re.compile(r"\b(?:" + _CODE_THINGS + r")\s+(?:are|is|must be|should be|get|gets)\s+(?:always\s+)?"
+    # ("the main branch is called trunk" names one thing: a fact, not a convention)
+    re.compile(r"(?:\b(?:every|each|any|a new)\s+(?:\w+\s+)?" + _CODE_THINGS + r"\s+(?:is|must be|should be|gets)|"
+               r"\b" + _CODE_THINGS + r"\s+(?:are|must be|should be|get))\s+(?:always\s+)?"
                r"(?:named|called|prefixed|suffixed|spelled|written in)\b", re.I),
     re.compile(r"\b(?:naming convention|name(?:s)? (?:follow|use)|named after)\b", re.I),
     # case styles: "use snake_case for module names", "constants are UPPER_CASE"
