@@ -36,6 +36,8 @@ DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
 #: Bulk ingest extracts every turn: no live latency to protect, and a skipped turn is a lost fact.
 DEFAULT_INGEST_GATE_THRESHOLD = 0.0
+#: Default of ``extraction.gate_divergence_weight``.
+DEFAULT_DIVERGENCE_WEIGHT = 0.2
 DEFAULT_COMPACTION_INSTRUCTIONS = (
     "Preserve: current task state, user preferences, active commitments, "
     "key technical decisions, file paths being edited. "
@@ -135,6 +137,10 @@ class ExtractionConfig:
     #: The same for bulk ingest (``dexai memory ingest``, a whole conversation at once): 0 extracts
     #: every turn (the extractor still drops filler and scores importance with the gate).
     ingest_gate_threshold: float = field(default=DEFAULT_INGEST_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
+    #: Most the semantic-divergence signal adds to a turn's gate score in the daemon (its meaning far
+    #: from the session's recent turns; computed off the hooks' path, only when the embedder is
+    #: loaded and it could change the verdict); 0 turns it off.
+    gate_divergence_weight: float = field(default=DEFAULT_DIVERGENCE_WEIGHT, metadata=_check(0.0, 0.5))
     #: Model used for extraction when an API key is set.
     extraction_model: str = DEFAULT_MODEL
     #: auto (Haiku with an API key, else through a signed-in Claude Code, else offline), haiku (API key),

@@ -49,7 +49,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ..agent_tools.ops import tool_ops
 from ..capture.admit import admit
+from ..capture.divergence import Divergence, worth_a_look
 from ..capture.queue import ExtractionQueue, Job
+from ..capture.recent import RecentTurns
 from ..embeddings import bulk_embedder
 from ..errors import DaemonError, DexaiMemoryError, QueueError
 from ..limits import clip
@@ -127,7 +129,10 @@ class MemoryDaemon:
         self.write_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
-        self._recent: dict[tuple[str, str | None], collections.deque[str]] = {}
+        #: Each session's last turns: the gate's context (entity novelty, divergence).
+        self.recent = RecentTurns(RECENT_TURNS)
+        self._divergence: Divergence | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._users: set[str] = set()
         self._started_at: float | None = None
         self._last_health: dict[str, Any] = {}
@@ -162,6 +167,7 @@ class MemoryDaemon:
         if self.state is not DaemonState.CREATED:
             raise DaemonError(f"the daemon cannot start: it is {self.state.value}")
         self.state = DaemonState.STARTING
+        self._loop = asyncio.get_running_loop()
         self._stopped.clear()
         try:
             await self._start_parts()
@@ -511,17 +517,54 @@ class MemoryDaemon:
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
         cap = self.settings.limits.max_turn_chars
-        seen = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
-        seen.extend(clip(str(text), cap) for text in recent)
-        admission = admit(turn, tuple(seen), self.pipeline.gate, max_chars=cap)  # clip, redact, then gate
+        key = (turn.user_id, turn.session_id)
+        seen = self.recent.extend(key, (clip(str(text), cap) for text in recent))
+        admission = admit(turn, seen, self.pipeline.gate, max_chars=cap)  # clip, redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:
             return verdict
         self._users.add(clean.user_id)
         if verdict.passed:
             self.queue.enqueue(clean, context=admission.context)
-        seen.append(clean.content)
+        elif admission.evidence is None and self._loop is not None:
+            divergence = self.divergence()
+            if divergence is not None and worth_a_look(verdict, self.pipeline.gate.threshold, divergence.weight):
+                # the embedding is not waited for: the turn is looked at again in the background
+                self._loop.call_soon_threadsafe(self._reconsider_soon, divergence, clean, admission.context, verdict)
+        self.recent.append(key, clean.content)
         return verdict
+
+    def divergence(self) -> Divergence | None:
+        """The semantic-divergence signal, when ``extraction.gate_divergence_weight`` is above 0 and
+        the store's embedder is loaded (the signal never loads a model); else None."""
+        weight = self.settings.extraction.gate_divergence_weight
+        embedder = getattr(self._provider, "embedder", None)
+        if weight <= 0 or embedder is None or not getattr(embedder, "loaded", True):
+            return None
+        if self._divergence is None or self._divergence.weight != weight:
+            self._divergence = Divergence(getattr(embedder, "inner", embedder), weight)
+        return self._divergence
+
+    def _reconsider_soon(self, divergence: Divergence, turn: Turn, context: Sequence[str],
+                         verdict: GateResult) -> None:
+        if self.state in (DaemonState.RUNNING, DaemonState.STARTING):
+            self.spawn(self.reconsider(divergence, turn, context, verdict), "divergence")
+
+    async def reconsider(self, divergence: Divergence, turn: Turn, context: Sequence[str],
+                         verdict: GateResult) -> GateResult:
+        """A turn the gate did not pass, with the divergence signal added (embedded in a worker
+        thread); queued if it passes now. Returns the new verdict."""
+        threshold = self.pipeline.gate.threshold if self.pipeline is not None else 1.0
+        again = await asyncio.to_thread(divergence.reconsider, verdict, turn.content, context, threshold)
+        if again.passed:
+            await asyncio.to_thread(self.queue.enqueue, turn, context=tuple(context))
+            self.runs["divergence-admitted"] += 1
+            self.queue.notify()
+        return again
+
+    def forget_session(self, user_id: str, session_id: str | None) -> None:
+        """Drop a session's recent turns (it ended)."""
+        self.recent.forget((user_id, session_id))
 
     async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API
         """Process every queued turn that is due now; True when done within ``timeout``."""
