@@ -45,7 +45,9 @@ def _render(rows: list[dict[str, Any]], dry_run: bool) -> str:
         cons, clean = row["consolidation"], row.get("cleanup") or {"archived": []}
         lines.append(f"User {row['user_id']}: {cons['merged']} cluster(s) {verb} ({cons['superseded']} memories "
                      f"superseded), {len(clean['archived'])} archived "
-                     f"[{cons['candidates']} candidates, {cons['method']} similarity]")
+                     f"[{cons['candidates']} candidates, {cons['method']} similarity]"
+                     + (f", {cons['routines']} routine(s) {'to store' if dry_run else 'stored'}"
+                        if cons.get("routines") else ""))
         for c in cons["clusters"]:
             target = f" into {c['abstract_id']}" if c["abstract_id"] else ""
             lines.append(f"  {verb} {len(c['member_ids'])}{target} (min similarity {c['min_similarity']:.2f})")

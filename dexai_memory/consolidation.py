@@ -24,6 +24,11 @@ demand (``dexai memory consolidate``).
     default). Pinned memories are never touched. Each archive is logged in
     the memory's history with its reason.
 
+:func:`~dexai_memory.capture.routines.store_routines` (a step of :func:`consolidate`)
+    Requests the user made in the same order in two sessions or more (read from the prompts
+    episodes keep, before they are staged) become PROCEDURE memories ("Routine (asked in 3
+    sessions): run the tests, then commit, then push.").
+
 :func:`stage_episodes` (a step of :func:`consolidate`)
     Age-staged compression of episodes: one older than
     :data:`EPISODE_SUMMARY_DAYS` (7) keeps its title and summary as
@@ -67,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .capture.routines import store_routines
 from .errors import DexaiMemoryError
 from .extraction.form_writer import OfflineFormWriter
 from .models import Memory, MemoryEvent, MemoryType, SearchFilters, Tier, utcnow
@@ -118,6 +124,8 @@ class ConsolidationReport:
     #: Episodes (to be) cut to their summary, and to their compressed form (:func:`stage_episodes`).
     episodes_summarised: int = 0
     episodes_compressed: int = 0
+    #: Routines (requests repeated in order across sessions) stored or updated as procedures.
+    routines: int = 0
 
     @property
     def superseded(self) -> int:
@@ -128,7 +136,8 @@ class ConsolidationReport:
         return {"user_id": self.user_id, "dry_run": self.dry_run, "candidates": self.candidates,
                 "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
                 "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built,
-                "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed}
+                "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed,
+                "routines": self.routines}
 
 
 @dataclass
@@ -225,6 +234,8 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     offline rules).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
+    # before staging: an episode still holds its session's prompts
+    report.routines = await store_routines(provider, user_id, dry_run=dry_run)
     report.episodes_summarised, report.episodes_compressed = await stage_episodes(
         provider, user_id, settings, dry_run=dry_run, now=now)
     report.forms_built = await store_forms(provider, user_id, dry_run=dry_run, writer=form_writer,

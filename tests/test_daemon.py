@@ -135,7 +135,8 @@ async def test_schedule_consolidation_on_demand(settings: Settings, provider: Na
         assert d.last_reports["consolidation"] == {"u": {"user_id": "u", "dry_run": False, "candidates": 0,
                                                          "method": "word-overlap", "merged": 0, "superseded": 0,
                                                          "clusters": [], "forms_built": 0,
-                                                         "episodes_summarised": 0, "episodes_compressed": 0}}
+                                                         "episodes_summarised": 0, "episodes_compressed": 0,
+                                                         "routines": 0}}
 
 
 # --------------------------------------------------------------------------- socket
