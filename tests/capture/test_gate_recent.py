@@ -12,7 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dexai_memory.capture.divergence import FLOOR, Divergence, distance, divergence_score, worth_a_look
+from dexai_memory.capture.divergence import (
+    FLOOR,
+    Divergence,
+    distance,
+    divergence_score,
+    worth_a_look,
+)
 from dexai_memory.capture.recent import RecentTurns
 from dexai_memory.config import Settings, load_settings
 from dexai_memory.daemon.core import MemoryDaemon
