@@ -137,9 +137,8 @@ class ExtractionConfig:
     #: The same for bulk ingest (``dexai memory ingest``, a whole conversation at once): 0 extracts
     #: every turn (the extractor still drops filler and scores importance with the gate).
     ingest_gate_threshold: float = field(default=DEFAULT_INGEST_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
-    #: Most the semantic-divergence signal adds to a turn's gate score in the daemon (its meaning far
-    #: from the session's recent turns; computed off the hooks' path, only when the embedder is
-    #: loaded and it could change the verdict); 0 turns it off.
+    #: Most the daemon's divergence signal (a turn far in meaning from its session's recent turns,
+    #: computed in the background when the embedder is loaded) adds to a gate score; 0 turns it off.
     gate_divergence_weight: float = field(default=DEFAULT_DIVERGENCE_WEIGHT, metadata=_check(0.0, 0.5))
     #: Model used for extraction when an API key is set.
     extraction_model: str = DEFAULT_MODEL
@@ -250,21 +249,9 @@ class SupersessionConfig:
 
 
 def _default_retention() -> dict[str, int | None]:
-    return {
-        "FACT": None,
-        "PREFERENCE": None,
-        "INSIGHT": None,
-        "RELATIONSHIP": None,
-        "COMMITMENT": None,
-        "EVENT": 90,
-        "TASK": 30,
-        "SESSION_NOTE": 7,
-        "SNAPSHOT": 7,
-        "TRANSCRIPT": None,
-        "EPISODE": 180,
-        "PROCEDURE": None,
-        "PATTERN": None,
-    }
+    return {"FACT": None, "PREFERENCE": None, "INSIGHT": None, "RELATIONSHIP": None, "COMMITMENT": None,
+            "EVENT": 90, "TASK": 30, "SESSION_NOTE": 7, "SNAPSHOT": 7, "TRANSCRIPT": None, "EPISODE": 180,
+            "PROCEDURE": None, "PATTERN": None}
 
 
 #: Default of ``hooks.prefetch_tokens``.

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ..extraction.signals import GateResult
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
+    from ..models import Turn
 
 #: Default of ``extraction.gate_divergence_weight``: the most the signal adds to a turn's score.
 DEFAULT_WEIGHT = DEFAULT_DIVERGENCE_WEIGHT
@@ -108,3 +109,42 @@ class Divergence:
             return verdict
         score = round(min(1.0, verdict.score + added), 4)
         return GateResult(score, score >= threshold, {**verdict.signals, "divergence": added})
+
+
+class SecondLook:
+    """The daemon's second look at a turn its gate did not pass: the divergence signal over the
+    store's embedder (``embedder_of()``, read at each look: the store may change it), when
+    ``weight`` is above 0 and that embedder is loaded."""
+
+    def __init__(self, weight: float, embedder_of: Callable[[], Any]):
+        self.weight = weight
+        self.embedder_of = embedder_of
+        self._signal: Divergence | None = None
+        #: Turns the second look admitted.
+        self.admitted = 0
+
+    def signal(self) -> Divergence | None:
+        """The divergence signal, or None (weight 0, no embedder, or its model not loaded yet)."""
+        embedder = self.embedder_of()
+        if self.weight <= 0 or embedder is None or not getattr(embedder, "loaded", True):
+            return None
+        inner = getattr(embedder, "inner", embedder)  # not the store's note cache: turns have their own
+        if self._signal is None or self._signal.embedder is not inner:
+            self._signal = Divergence(inner, self.weight)
+        return self._signal
+
+    def wanted(self, verdict: GateResult, threshold: float) -> Divergence | None:
+        """The signal when it could change ``verdict`` (:func:`worth_a_look`), else None."""
+        return self.signal() if worth_a_look(verdict, threshold, self.weight) else None
+
+    async def reconsider(self, signal: Divergence, turn: Turn, context: Sequence[str], verdict: GateResult,
+                         threshold: float, enqueue: Callable[[Turn, tuple[str, ...]], Any]) -> GateResult:
+        """``verdict`` with the signal added (embedded in a worker thread); ``enqueue(turn, context)``
+        (in a worker thread too) when the turn passes now. Returns the new verdict."""
+        import asyncio
+
+        again = await asyncio.to_thread(signal.reconsider, verdict, turn.content, context, threshold)
+        if again.passed:
+            await asyncio.to_thread(enqueue, turn, tuple(context))
+            self.admitted += 1
+        return again

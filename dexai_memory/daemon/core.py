@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ..agent_tools.ops import tool_ops
 from ..capture.admit import admit
-from ..capture.divergence import Divergence, worth_a_look
+from ..capture.divergence import Divergence, SecondLook
 from ..capture.queue import ExtractionQueue, Job
 from ..capture.recent import RecentTurns
 from ..embeddings import bulk_embedder
@@ -131,7 +131,9 @@ class MemoryDaemon:
         self._stopped = asyncio.Event()
         #: Each session's last turns: the gate's context (entity novelty, divergence).
         self.recent = RecentTurns(RECENT_TURNS)
-        self._divergence: Divergence | None = None
+        #: The background second look (semantic divergence) at turns the gate did not pass.
+        self.second_look = SecondLook(settings.extraction.gate_divergence_weight,
+                                      lambda: getattr(self._provider, "embedder", None))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._users: set[str] = set()
         self._started_at: float | None = None
@@ -527,44 +529,23 @@ class MemoryDaemon:
         if verdict.passed:
             self.queue.enqueue(clean, context=admission.context)
         elif admission.evidence is None and self._loop is not None:
-            divergence = self.divergence()
-            if divergence is not None and worth_a_look(verdict, self.pipeline.gate.threshold, divergence.weight):
-                # the embedding is not waited for: the turn is looked at again in the background
-                self._loop.call_soon_threadsafe(self._reconsider_soon, divergence, clean, admission.context, verdict)
+            signal = self.second_look.wanted(verdict, self.pipeline.gate.threshold)
+            if signal is not None:  # the embedding is not waited for: a second look in the background
+                self._loop.call_soon_threadsafe(self._look_again, signal, clean, admission.context, verdict)
         self.recent.append(key, clean.content)
         return verdict
 
-    def divergence(self) -> Divergence | None:
-        """The semantic-divergence signal, when ``extraction.gate_divergence_weight`` is above 0 and
-        the store's embedder is loaded (the signal never loads a model); else None."""
-        weight = self.settings.extraction.gate_divergence_weight
-        embedder = getattr(self._provider, "embedder", None)
-        if weight <= 0 or embedder is None or not getattr(embedder, "loaded", True):
-            return None
-        if self._divergence is None or self._divergence.weight != weight:
-            self._divergence = Divergence(getattr(embedder, "inner", embedder), weight)
-        return self._divergence
+    def _look_again(self, signal: Divergence, turn: Turn, context: Sequence[str], verdict: GateResult) -> None:
+        if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
+            return
 
-    def _reconsider_soon(self, divergence: Divergence, turn: Turn, context: Sequence[str],
-                         verdict: GateResult) -> None:
-        if self.state in (DaemonState.RUNNING, DaemonState.STARTING):
-            self.spawn(self.reconsider(divergence, turn, context, verdict), "divergence")
-
-    async def reconsider(self, divergence: Divergence, turn: Turn, context: Sequence[str],
-                         verdict: GateResult) -> GateResult:
-        """A turn the gate did not pass, with the divergence signal added (embedded in a worker
-        thread); queued if it passes now. Returns the new verdict."""
-        threshold = self.pipeline.gate.threshold if self.pipeline is not None else 1.0
-        again = await asyncio.to_thread(divergence.reconsider, verdict, turn.content, context, threshold)
-        if again.passed:
-            await asyncio.to_thread(self.queue.enqueue, turn, context=tuple(context))
+        def enqueue(turn: Turn, context: tuple[str, ...]) -> None:
+            self.queue.enqueue(turn, context=context)
             self.runs["divergence-admitted"] += 1
             self.queue.notify()
-        return again
 
-    def forget_session(self, user_id: str, session_id: str | None) -> None:
-        """Drop a session's recent turns (it ended)."""
-        self.recent.forget((user_id, session_id))
+        self.spawn(self.second_look.reconsider(signal, turn, context, verdict, self.pipeline.gate.threshold,
+                                               enqueue), "second-look")
 
     async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API
         """Process every queued turn that is due now; True when done within ``timeout``."""

@@ -84,6 +84,7 @@ from .session_state import (
 if TYPE_CHECKING:
     from ..capture.gate import GateResult
     from ..capture.queue import ExtractionQueue
+    from ..capture.recent import RecentTurns
     from ..config import Settings
     from ..providers.base import MemoryProvider
 
@@ -137,13 +138,12 @@ class Host(Protocol):
     settings: Settings
     queue: ExtractionQueue
     write_lock: asyncio.Lock
+    recent: RecentTurns
 
     @property
     def provider(self) -> MemoryProvider: ...
 
     def submit_turn(self, turn: Turn) -> GateResult: ...
-
-    def forget_session(self, user_id: str, session_id: str | None) -> None: ...
 
     async def flush(self, timeout: float | None = ...) -> bool: ...  # noqa: ASYNC109 - the daemon's API
 
@@ -444,7 +444,7 @@ class EventExecutor:
         path = session_file(self.settings, event.session_id)
         await asyncio.to_thread(path.unlink, missing_ok=True)
         self._caught_up.discard(event.session_id)
-        self.daemon.forget_session(event.user_id, event.session_id)
+        self.daemon.recent.forget((event.user_id, event.session_id))
         return {}
 
     # ------------------------------------------------------------------ parts of the events

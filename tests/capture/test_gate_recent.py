@@ -101,29 +101,30 @@ async def test_a_turn_far_from_the_recent_ones_is_admitted_in_the_background(set
         for n, text in enumerate(["the flaky build fails on main", "the flaky build fails in CI", kitchen]):
             await prompt_and_reply(daemon, "s1", text, n)
         for _ in range(100):
-            if daemon.runs["divergence-admitted"]:
+            if daemon.second_look.admitted:
                 break
             await asyncio.sleep(0.05)
-        assert daemon.runs["divergence-admitted"] == 1
+        assert daemon.second_look.admitted == 1 and daemon.runs["divergence-admitted"] == 1
         assert kitchen in set(queued_turns(settings.home).values())
         # close to the recent turns: looked at, not admitted
-        again = await daemon.reconsider(daemon.divergence() or pytest.fail("no signal"),
-                                        Turn(id="t9", user_id=U, content="every morning the flaky build fails"),
-                                        ["the flaky build fails on main", "the flaky build fails in CI"],
-                                        GateResult(0.2, False, {"habit": 0.2}))
+        again = await daemon.second_look.reconsider(
+            daemon.second_look.signal() or pytest.fail("no signal"),
+            Turn(id="t9", user_id=U, content="every morning the flaky build fails"),
+            ["the flaky build fails on main", "the flaky build fails in CI"], GateResult(0.2, False, {"habit": 0.2}),
+            0.3, lambda turn, context: pytest.fail("queued"))
         assert not again.passed and again.score < 0.3
 
 
 async def test_no_signal_without_a_loaded_embedder_or_with_weight_zero(settings: Settings, tmp_path: Path) -> None:
     async with NativeProvider(settings.db_path, embedder=None) as store, running_daemon(settings, store) as daemon:
-        assert daemon.divergence() is None
+        assert daemon.second_look.signal() is None
     unloaded = OnnxMiniLMEmbedder()
     assert not unloaded.loaded
     (settings.home / "memory.yaml").write_text("extraction:\n  gate_divergence_weight: 0\n")
     off = load_settings(home=settings.home)
     async with NativeProvider(tmp_path / "other.db", embedder=HashingEmbedder()) as store, \
             running_daemon(off, store) as daemon:
-        assert daemon.divergence() is None
+        assert daemon.second_look.signal() is None
 
 
 def test_the_vectors_of_recent_turns_are_cached() -> None:

@@ -335,13 +335,9 @@ class OfflineExtractor(Extractor):
     def _session_notes(self, text: str, turn: Turn, anchor: datetime | None) -> list[ExtractedNote]:
         """Notes of a turn of an assistant session's user (role ``user``, no speaker name)."""
         rewrite = Rewriter("The user", None, "the team", we_singular=True)
-        notes: list[ExtractedNote] = []
         kept = False  # whether the previous sentence gave a note
         text = FENCED.sub("\n", text)  # pasted code, configs and logs are not statements
-        listing = listed_procedure(text, turn, rewrite)  # "To release:" and its numbered steps: one note
-        if listing is not None:
-            notes.append(listing[0])
-            text = listing[1]
+        notes, text = listed_procedure(text, turn, rewrite)  # "To release:" and its numbered steps: one note
         text = prose_lines("\n".join(line for line in text.split("\n") if not INDENTED.match(line)))
         # a list of three lines or more is mostly pasted or drafted for the task at hand: only an
         # explicit standing order in it ("Always ...", "Never ...") is an instruction or warning

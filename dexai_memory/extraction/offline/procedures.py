@@ -222,10 +222,10 @@ def convention_note(sentence: str, turn: Turn, rewrite: Rewriter) -> ExtractedNo
     return _note(finish(session_grammar(rewrite(upper_first(body)))), turn, MemoryType.PATTERN, sentence)
 
 
-def listed_procedure(text: str, turn: Turn, rewrite: Rewriter) -> tuple[ExtractedNote, str] | None:
+def listed_procedure(text: str, turn: Turn, rewrite: Rewriter) -> tuple[list[ExtractedNote], str]:
     """The procedure a prompt states as a lead line and its numbered steps ("To release:" then
-    "1. ...", "2. ..."; bullets when the lead names a workflow), with the prompt's text without
-    those lines (the rest is read as usual); None when there is none."""
+    "1. ...", "2. ..."; bullets when the lead names a workflow), as a list of one note (none when
+    there is none), and the prompt's text without those lines (the rest is read as usual)."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
         lead = _LIST_LEAD.match(line)
@@ -247,5 +247,5 @@ def listed_procedure(text: str, turn: Turn, rewrite: Rewriter) -> tuple[Extracte
         content = _recipe(session_grammar(rewrite(goal)), [session_grammar(rewrite(s)) for s in steps],
                           process=process)
         rest = "\n".join(lines[:i] + lines[end:])
-        return _note(content, turn, MemoryType.PROCEDURE, "\n".join(lines[i:end])), rest
-    return None
+        return [_note(content, turn, MemoryType.PROCEDURE, "\n".join(lines[i:end]))], rest
+    return [], text
