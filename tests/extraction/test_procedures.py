@@ -47,6 +47,8 @@ def notes_of(text: str, *, role: str = "user", speaker: str | None = None) -> li
          "Release process: bump the version in pyproject.toml, then update CHANGELOG.md, then tag vX.Y.Z."),
         ("Some context first.\nTo deploy:\n- run the smoke tests\n- deploy with `make ship`",
          "To deploy: run the smoke tests, then deploy with `make ship`."),
+        ("Before we merge, we run the tests and update the changelog.",
+         "To merge: run the tests, then update the changelog."),
     ],
 )
 def test_a_workflow_the_user_states_is_one_procedure_with_its_steps_in_order(said: str, content: str) -> None:
@@ -76,6 +78,8 @@ def test_a_code_convention_the_user_states_is_a_pattern(said: str, content: str)
         "First run the tests, then commit.",              # a request for now, no workflow named
         "To fix this, run the migration and restart the server.",  # this one problem
         "To be honest, we run the tests and deploy on Fridays.",   # a way of speaking
+        "When you get a chance, fix the test and push.",           # not a workflow's purpose
+        "To reproduce: run make test and check the log.",          # the bug at hand
         "Rename this function to parse_config.",
         "Could you name it foo?",
         "Can we always run lint before tests?",

@@ -63,7 +63,7 @@ _STEP_VERBS = frozenset(
 _SUBJECT = r"(?:I|we|you)(?:\s+(?:always|usually|normally|typically|generally|then|first|just))*"
 _GOAL_FRAME = re.compile(
     r"^(?:so\s+|and\s+)?(?:(?:in order\s+)?to|when(?:ever)?\s+" + _SUBJECT + r"|every\s+time\s+" + _SUBJECT +
-    r"|each\s+time\s+" + _SUBJECT + r"|for\s+(?:a|every|each)|before\s+" + _SUBJECT + r")\s+"
+    r"|each\s+time\s+" + _SUBJECT + r"|before\s+" + _SUBJECT + r")\s+"
     r"(?P<goal>[^,:;]{3,60}?)\s*(?:,|:|\s-\s)\s*(?:" + _SUBJECT + r"\s+)?(?P<steps>.+)$",
     re.I,
 )
@@ -98,7 +98,19 @@ _NUMBERED = re.compile(r"^\s*(?:step\s+)?(?P<n>\d{1,2})[.):]\s+(?P<step>\S.*)$",
 _BULLET = re.compile(r"^\s*[-*•]\s+(?P<step>\S.*)$")
 #: Goals that are ways of speaking, not of working ("To be honest, ...", "To sum up, ...").
 _DISCOURSE = re.compile(r"^(?:be\s|sum\b|summari|clarif|recap|start with|begin with|put it|answer|explain|"
-                        r"make (?:it|this|a long story)|tell)", re.I)
+                        r"make (?:it|this|a long story)|tell|get a chance|have (?:a )?(?:minute|moment|time|a sec)|"
+                        r"can\b|finish|are done|get (?:back|home|there))", re.I)
+#: A one-word goal is a workflow only when it names one ("To release: ..."; "To reproduce: ..." asks
+#: for the bug at hand).
+_WORKFLOWS = frozenset("release deploy ship publish test build lint format benchmark bootstrap onboard backup "
+                       "upgrade migrate rollback debug profile install setup package document review merge "
+                       "commit tag".split())
+
+
+def _a_workflow(goal: str) -> bool:
+    words = goal.split()
+    return bool(words) and not _NOW.search(goal) and not _DISCOURSE.match(goal) and (
+        len(words) >= 2 or words[0].lower() in _WORKFLOWS)
 #: Words that make a sentence about the moment, not a habit ("to fix this, ...", "when you run it now").
 _NOW = re.compile(r"\b(?:this|that|these|those|it|now|right now|again|here|above|below|today|tonight|for now)\b",
                   re.I)
@@ -192,7 +204,7 @@ def procedure_note(sentence: str, turn: Turn, rewrite: Rewriter) -> ExtractedNot
     if sentence.endswith("?"):
         return None
     m = _GOAL_FRAME.match(sentence)
-    if m is not None and not _NOW.search(m.group("goal")) and not _DISCOURSE.match(m.group("goal")):
+    if m is not None and _a_workflow(re.sub(r"^(?:I|we|you)\s+", "", m.group("goal"), flags=re.I)):
         steps = _steps(m.group("steps"))
         if len(steps) >= 2:
             goal = re.sub(r"^(?:I|we|you)\s+", "", m.group("goal"), flags=re.I)
@@ -202,7 +214,7 @@ def procedure_note(sentence: str, turn: Turn, rewrite: Rewriter) -> ExtractedNot
     if p is not None:
         goal = p.group("goal2") or p.group("goal") or p.group("goal3") or ""
         steps = _steps(p.group("steps") or p.group("steps3") or "")
-        if len(steps) >= 2 and goal and not _NOW.search(goal):
+        if len(steps) >= 2 and _a_workflow(goal):
             process = bool(p.group("goal")) and not p.group("goal2")
             return _note(_recipe(goal, [session_grammar(rewrite(s)) for s in steps], process=process), turn,
                          MemoryType.PROCEDURE, sentence)
@@ -241,7 +253,7 @@ def listed_procedure(text: str, turn: Turn, rewrite: Rewriter) -> tuple[list[Ext
             end += 1
         steps = [s for s in steps if s]
         goal = next((g for g in lead.groups() if g), "")
-        if len(steps) < 2 or not goal or _NOW.search(goal):
+        if len(steps) < 2 or not _a_workflow(goal) and not lead.group("goal4"):
             continue
         process = bool(lead.group("goal4")) and not lead.group("goal5")
         content = _recipe(session_grammar(rewrite(goal)), [session_grammar(rewrite(s)) for s in steps],
