@@ -168,3 +168,12 @@ def test_dexai_memory_assemble_shows_them(settings: Settings) -> None:
     out = json.loads(result.output)
     assert "To release: bump the version in pyproject.toml" in out["context"]
     assert any(m["kind"] == "procedure" and m["tier"] == "tier1" for m in out["memories"]), out
+
+
+def test_a_procedure_compresses_to_its_purpose_and_a_chain_of_steps() -> None:
+    from dexai_memory.recall.forms import build_forms
+
+    forms = build_forms("To release: bump the version in pyproject.toml, then tag the commit, then push the tag.")
+    assert forms["compressed"] == "release: bump version pyproject.toml -> tag commit -> push tag"
+    assert build_forms("Routine (asked in 2 sessions): run the tests, then commit, then push to main.")[
+        "compressed"] == "routine: run tests -> commit -> push main"
