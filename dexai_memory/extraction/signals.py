@@ -475,7 +475,7 @@ _SESSION_CUE = re.compile(
     # how the user works and writes code: a workflow ("to release, I ...", "release process:", "1. ..."),
     # a convention ("we name tests ...", "errors derive from FooError", "use snake_case for ...")
     r"^(?:to|when(?:ever)?\s+(?:I|we)|every time\s+(?:I|we))\s+[^,:;]{3,60}[,:]|\b(?:process|workflow|routine|"
-    r"checklist|runbook|steps)\b[^.?]{0,40}:|^\s*\d[.)]\s|\b(?:I|we)\s+(?:always\s+|usually\s+|normally\s+)?(?:name|"
+    r"checklist|runbook|steps)\b[^.?]{0,40}:|\b(?:I|we)\s+(?:always\s+|usually\s+|normally\s+)?(?:name|"
     r"prefix|suffix)\b|\b(?:derive|derives|inherit|inherits|subclass)\s+(?:\w+\s+)?from\b|\b(?:snake|camel|pascal|kebab)"
     r"[_-]?case\b|\b(?:tests?|fixtures?|test files?)\s+(?:live|lives|go|goes|belong|belongs|are named|mirror)\b",
     re.I | re.M)
