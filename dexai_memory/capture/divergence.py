@@ -39,6 +39,9 @@ FLOOR = 0.6
 MIN_RECENT = 2
 #: Turn vectors cached (the recent turns of the sessions being served).
 CACHE_SIZE = 512
+#: Second looks waiting at once; beyond it a turn is not looked at again (a burst of caught-up
+#: prompts must not queue minutes of embedding behind the hooks). They run one at a time.
+MAX_PENDING = 32
 
 
 def distance(vector: np.ndarray, recent: np.ndarray) -> float:
@@ -120,8 +123,11 @@ class SecondLook:
         self.weight = weight
         self.embedder_of = embedder_of
         self._signal: Divergence | None = None
-        #: Turns the second look admitted.
-        self.admitted = 0
+        self._one_at_a_time: Any = None  # an asyncio.Lock, made on the daemon's loop
+        #: Second looks waiting or running.
+        self.pending = 0
+        #: Turns the second look admitted, and the ones it skipped (:data:`MAX_PENDING` waiting).
+        self.admitted = self.skipped = 0
 
     def signal(self) -> Divergence | None:
         """The divergence signal, or None (weight 0, no embedder, or its model not loaded yet)."""
@@ -134,8 +140,14 @@ class SecondLook:
         return self._signal
 
     def wanted(self, verdict: GateResult, threshold: float) -> Divergence | None:
-        """The signal when it could change ``verdict`` (:func:`worth_a_look`), else None."""
-        return self.signal() if worth_a_look(verdict, threshold, self.weight) else None
+        """The signal when it could change ``verdict`` (:func:`worth_a_look`) and fewer than
+        :data:`MAX_PENDING` looks wait, else None."""
+        if not worth_a_look(verdict, threshold, self.weight):
+            return None
+        if self.pending >= MAX_PENDING:
+            self.skipped += 1
+            return None
+        return self.signal()
 
     async def reconsider(self, signal: Divergence, turn: Turn, context: Sequence[str], verdict: GateResult,
                          threshold: float, enqueue: Callable[[Turn, tuple[str, ...]], Any]) -> GateResult:
@@ -143,8 +155,15 @@ class SecondLook:
         (in a worker thread too) when the turn passes now. Returns the new verdict."""
         import asyncio
 
-        again = await asyncio.to_thread(signal.reconsider, verdict, turn.content, context, threshold)
-        if again.passed:
-            await asyncio.to_thread(enqueue, turn, tuple(context))
-            self.admitted += 1
+        if self._one_at_a_time is None:
+            self._one_at_a_time = asyncio.Lock()
+        self.pending += 1
+        try:
+            async with self._one_at_a_time:
+                again = await asyncio.to_thread(signal.reconsider, verdict, turn.content, context, threshold)
+                if again.passed:
+                    await asyncio.to_thread(enqueue, turn, tuple(context))
+                    self.admitted += 1
+        finally:
+            self.pending -= 1
         return again

@@ -139,3 +139,14 @@ def test_the_vectors_of_recent_turns_are_cached() -> None:
     signal.distance("c", ["a", "b"])
     signal.distance("d", ["b", "c"])
     assert Counting.calls == 4  # a, b, c, then d alone
+
+
+def test_a_burst_of_second_looks_is_bounded() -> None:
+    from dexai_memory.capture.divergence import MAX_PENDING, SecondLook
+
+    look = SecondLook(0.2, HashingEmbedder)
+    near_miss = GateResult(0.2, False, {"habit": 0.2})
+    assert look.wanted(near_miss, 0.3) is not None
+    look.pending = MAX_PENDING
+    assert look.wanted(near_miss, 0.3) is None and look.skipped == 1
+    assert SecondLook(0.0, HashingEmbedder).wanted(near_miss, 0.3) is None  # weight 0: off
