@@ -474,7 +474,8 @@ _SESSION_CUE = re.compile(
     r"sign in|log in|work)\b|"
     # how the user works and writes code: a workflow ("to release, I ...", "release process:", "1. ..."),
     # a convention ("we name tests ...", "errors derive from FooError", "use snake_case for ...")
-    r"^(?:to|when(?:ever)?\s+(?:I|we)|every time\s+(?:I|we))\s+[^,:;]{3,60}[,:]|\b(?:process|workflow|routine|"
+    r"(?:^|[.!?]\s+|\b(?:so|ok|okay|and|also)\s+)(?:to|when(?:ever)?\s+(?:I|we)|every time\s+(?:I|we))\s+[^,:;.?]{3,60}"
+    r"[,:]|\b(?:process|workflow|routine|"
     r"checklist|runbook|steps)\b[^.?]{0,40}:|\b(?:I|we)\s+(?:always\s+|usually\s+|normally\s+)?(?:name|"
     r"prefix|suffix)\b|\b(?:derive|derives|inherit|inherits|subclass)\s+(?:\w+\s+)?from\b|\b(?:snake|camel|pascal|kebab)"
     r"[_-]?case\b|\b(?:tests?|fixtures?|test files?)\s+(?:live|lives|go|goes|belong|belongs|are named|mirror)\b",

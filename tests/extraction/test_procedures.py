@@ -177,3 +177,15 @@ def test_a_procedure_compresses_to_its_purpose_and_a_chain_of_steps() -> None:
     assert forms["compressed"] == "release: bump version pyproject.toml -> tag commit -> push tag"
     assert build_forms("Routine (asked in 2 sessions): run the tests, then commit, then push to main.")[
         "compressed"] == "routine: run tests -> commit -> push main"
+
+
+def test_a_workflow_inside_a_longer_prompt_is_admitted_and_kept() -> None:
+    from dexai_memory.capture.admit import admit
+    from dexai_memory.capture.gate import Gate
+
+    said = "Thanks. To release, I bump the version, tag the commit and push the tag. Can you do that now?"
+    turn = Turn(id="t1", user_id=U, content=said, role="user", metadata={"source": "claude-code:user"})
+    admission = admit(turn, [], Gate(0.3))
+    assert admission.passed and admission.turn is not None  # the regex signals alone score it 0
+    assert notes_of(said) == [("PROCEDURE", "procedure", "To release: bump the version, then tag the commit, "
+                                                         "then push the tag.")]
