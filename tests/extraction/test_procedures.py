@@ -189,3 +189,20 @@ def test_a_workflow_inside_a_longer_prompt_is_admitted_and_kept() -> None:
     assert admission.passed and admission.turn is not None  # the regex signals alone score it 0
     assert notes_of(said) == [("PROCEDURE", "procedure", "To release: bump the version, then tag the commit, "
                                                          "then push the tag.")]
+
+
+async def test_a_new_way_to_release_replaces_the_old_one(settings: Settings) -> None:
+    said = ["To release, I bump the version in pyproject.toml, tag the commit and push the tag.",
+            "To release, I now run the changelog script, bump the version in pyproject.toml and push the tag."]
+    async with NativeProvider(settings.db_path, embedder=None) as store, running_daemon(settings, store) as daemon:
+        for i, prompt in enumerate(said):
+            await handle(daemon, "user-prompt-submit", {"session_id": f"s{i}", "prompt": prompt, "prompt_id": "p"},
+                         user=U)
+            await handle(daemon, "stop", {"session_id": f"s{i}", "last_assistant_message": "Done."}, user=U)
+            assert await daemon.flush()
+        kept = await store.list(user_id=U, filters=SearchFilters(types=(MemoryType.PROCEDURE,), valid_only=False))
+    current = [m for m in kept if m.is_valid]
+    assert [m.content for m in current] == [
+        "To release: run the changelog script, then bump the version in pyproject.toml, then push the tag."]
+    [old] = [m for m in kept if not m.is_valid]
+    assert old.superseded_by == current[0].id  # kept in history

@@ -60,7 +60,8 @@ _STEP_VERBS = frozenset(
     "look search grep find diff compare rebuild reinstall reload redeploy rollback roll-back retag "
     "squash-merge cherry-pick export import load seed dump restore prepare draft submit land".split()
 )
-_SUBJECT = r"(?:I|we|you)(?:\s+(?:always|usually|normally|typically|generally|then|first|just))*"
+_ADVERBS = r"(?:always|usually|normally|typically|generally|then|first|just|now|also|still)"
+_SUBJECT = r"(?:I|we|you)(?:\s+" + _ADVERBS + r")*"
 _GOAL_FRAME = re.compile(
     r"^(?:so\s+|and\s+)?(?:(?:in order\s+)?to|when(?:ever)?\s+" + _SUBJECT + r"|every\s+time\s+" + _SUBJECT +
     r"|each\s+time\s+" + _SUBJECT + r"|before\s+" + _SUBJECT + r")\s+"
@@ -83,7 +84,7 @@ _STEP_SPLIT = re.compile(r"\s*(?:;|,?\s+and\s+then\s+|,\s*then\s+|\s+then\s+|,\s
                          r",\s*and\s+finally\s+|\s*->\s*|\s*→\s*)\s*", re.I)
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+", re.I)
 _STEP_LEAD = re.compile(r"^(?:(?:and|then|first|firstly|second|secondly|next|finally|after that|lastly|also)\b,?\s*|"
-                        r"(?:I|we|you)\s+(?:always\s+|usually\s+|normally\s+|just\s+)?)+", re.I)
+                        r"(?:I|we|you)(?:\s+" + _ADVERBS + r")*\s+)+", re.I)
 #: A lead line naming a workflow, before its numbered or bulleted steps.
 _LIST_LEAD = re.compile(
     r"^\s*(?:(?:in order\s+)?to\s+(?P<goal>[^:]{2,60}?)(?:,\s*(?:I|we)(?:\s+(?:always|usually))?)?|"
