@@ -46,7 +46,8 @@ READ_LIMIT = 2000
 
 _CLAUSES = re.compile(r"\s*(?:[.;!?\n]+|,?\s+and\s+then\s+|,\s*then\s+|\s+then\s+|,\s*and\s+(?=\w+\s)|\s+and\s+"
                       r"(?=(?:commit|push|run|test|build|deploy|merge|tag|release|publish|lint|format)\b))\s*", re.I)
-_LEAD = re.compile(r"^(?:(?:ok|okay|great|good|yes|now|also|please|so|next|then|and|first|finally)\b[,!]?\s*)+", re.I)
+_LEAD = re.compile(r"^(?:(?:ok|okay|great|good|yes|now|also|please|so|next|then|and|first|finally)\b[,!]?\s*|"
+                   r"(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?)+", re.I)
 _TRAILING = re.compile(r"(?:\s+(?:again|now|please|too|as well|for me|for us|quickly))+$", re.I)
 _FILLER = frozenset("again now please also then this that it them these those all everything quickly just first".split())
 

@@ -24,7 +24,8 @@ U = "dana"
 def test_requests_of_a_prompt() -> None:
     assert requests_of("run the tests again, then commit") == [("run tests", "run the tests"), ("commit", "commit")]
     assert requests_of("ok now push to main") == [("push main", "push to main")]
-    assert requests_of("Can you run the tests?") == []              # a question
+    assert requests_of("Can you run the tests?") == [("run tests", "run the tests")]  # asked as a question
+    assert requests_of("What does the parser do?") == []            # a question, no request
     assert requests_of("The build is slow today.") == []           # a statement, no request
 
 
