@@ -45,7 +45,9 @@ def _render(rows: list[dict[str, Any]], dry_run: bool) -> str:
         cons, clean = row["consolidation"], row.get("cleanup") or {"archived": []}
         lines.append(f"User {row['user_id']}: {cons['merged']} cluster(s) {verb} ({cons['superseded']} memories "
                      f"superseded), {len(clean['archived'])} archived "
-                     f"[{cons['candidates']} candidates, {cons['method']} similarity]")
+                     f"[{cons['candidates']} candidates, {cons['method']} similarity]"
+                     + (f", {cons['routines']} routine(s) {'to store' if dry_run else 'stored'}"
+                        if cons.get("routines") else ""))
         found = "would find" if dry_run else "found"
         lines.append(f"  {found} {cons['links_found']} new link(s) between memories, "
                      f"{cons['contradictions_found']} new contradiction(s) (open: dexai memory conflicts)")

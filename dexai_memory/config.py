@@ -36,6 +36,8 @@ DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_GATE_THRESHOLD = 0.3
 #: Bulk ingest extracts every turn: no live latency to protect, and a skipped turn is a lost fact.
 DEFAULT_INGEST_GATE_THRESHOLD = 0.0
+#: Default of ``extraction.gate_divergence_weight``.
+DEFAULT_DIVERGENCE_WEIGHT = 0.2
 DEFAULT_COMPACTION_INSTRUCTIONS = (
     "Preserve: current task state, user preferences, active commitments, key technical decisions, file paths being "
     "edited. Discard: routine greetings, tool output details, intermediate reasoning.")
@@ -133,6 +135,9 @@ class ExtractionConfig:
     #: The same for bulk ingest (``dexai memory ingest``, a whole conversation at once): 0 extracts
     #: every turn (the extractor still drops filler and scores importance with the gate).
     ingest_gate_threshold: float = field(default=DEFAULT_INGEST_GATE_THRESHOLD, metadata=_check(0.0, 1.0))
+    #: Most the daemon's divergence signal (a turn far in meaning from its session's recent turns,
+    #: computed in the background when the embedder is loaded) adds to a gate score; 0 turns it off.
+    gate_divergence_weight: float = field(default=DEFAULT_DIVERGENCE_WEIGHT, metadata=_check(0.0, 0.5))
     #: Model used for extraction when an API key is set.
     extraction_model: str = DEFAULT_MODEL
     #: auto (Haiku with an API key, else through a signed-in Claude Code, else offline), haiku (API key),
@@ -244,19 +249,9 @@ class SupersessionConfig:
 
 
 def _default_retention() -> dict[str, int | None]:
-    return {
-        "FACT": None,
-        "PREFERENCE": None,
-        "INSIGHT": None,
-        "RELATIONSHIP": None,
-        "COMMITMENT": None,
-        "EVENT": 90,
-        "TASK": 30,
-        "SESSION_NOTE": 7,
-        "SNAPSHOT": 7,
-        "TRANSCRIPT": None,
-        "EPISODE": 180,
-    }
+    return {"FACT": None, "PREFERENCE": None, "INSIGHT": None, "RELATIONSHIP": None, "COMMITMENT": None,
+            "EVENT": 90, "TASK": 30, "SESSION_NOTE": 7, "SNAPSHOT": 7, "TRANSCRIPT": None, "EPISODE": 180,
+            "PROCEDURE": None, "PATTERN": None}
 
 
 #: Default of ``hooks.prefetch_tokens``.

@@ -24,6 +24,11 @@ demand (``dexai memory consolidate``).
     default). Pinned memories are never touched. Each archive is logged in
     the memory's history with its reason.
 
+:func:`~dexai_memory.capture.routines.store_routines` (a step of :func:`consolidate`)
+    Requests the user made in the same order in two sessions or more (read from the prompts
+    episodes keep, before they are staged) become PROCEDURE memories ("Routine (asked in 3
+    sessions): run the tests, then commit, then push.").
+
 :func:`stage_episodes` (a step of :func:`consolidate`)
     Age-staged compression of episodes: one older than
     :data:`EPISODE_SUMMARY_DAYS` (7) keeps its title and summary as
@@ -79,6 +84,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .capture.routines import store_routines
 from .errors import DexaiMemoryError
 from .extraction.form_writer import OfflineFormWriter
 from .lifecycle.links import discover_links
@@ -136,6 +142,8 @@ class ConsolidationReport:
     links_found: int = 0
     #: Contradictions the scan recorded open (:func:`~dexai_memory.supersession.scan.scan_contradictions`).
     contradictions_found: int = 0
+    #: Routines (requests repeated in order across sessions) stored or updated as procedures.
+    routines: int = 0
 
     @property
     def superseded(self) -> int:
@@ -147,7 +155,8 @@ class ConsolidationReport:
                 "method": self.method, "merged": len(self.clusters), "superseded": self.superseded,
                 "clusters": [c.to_dict() for c in self.clusters], "forms_built": self.forms_built,
                 "episodes_summarised": self.episodes_summarised, "episodes_compressed": self.episodes_compressed,
-                "links_found": self.links_found, "contradictions_found": self.contradictions_found}
+                "links_found": self.links_found, "contradictions_found": self.contradictions_found,
+                "routines": self.routines}
 
 
 @dataclass
@@ -245,6 +254,8 @@ async def consolidate(provider: MemoryProvider, user_id: str, settings: Settings
     offline rules).
     """
     report = await _merge(provider, user_id, settings, summarizer, dry_run=dry_run, now=now, progress=progress)
+    # before staging: an episode still holds its session's prompts
+    report.routines = await store_routines(provider, user_id, dry_run=dry_run)
     report.episodes_summarised, report.episodes_compressed = await stage_episodes(
         provider, user_id, settings, dry_run=dry_run, now=now)
     report.contradictions_found = await scan_contradictions(

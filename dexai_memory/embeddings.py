@@ -73,6 +73,12 @@ class Embedder(abc.ABC):
         Raises :class:`EmbeddingError` if the model cannot run.
         """
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (embedding now costs no load): always, unless the
+        embedder loads its model on first use."""
+        return True
+
     def embed(self, text: str) -> np.ndarray:
         """Embed one text (blocking)."""
         return self.embed_batch([text])[0]
@@ -124,6 +130,10 @@ class OnnxMiniLMEmbedder(Embedder):
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
 
     def _load(self) -> None:
         with self._lock:
@@ -295,6 +305,10 @@ class StaticMiniLMEmbedder(Embedder):
         self._lock = threading.Lock()
         self._table: np.ndarray | None = None
         self._tokenizer: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._table is not None
 
     def _load(self) -> None:
         with self._lock:
@@ -554,6 +568,10 @@ class CachedEmbedder(Embedder):
         self.size = size
         self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self.inner.loaded
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:

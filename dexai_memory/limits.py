@@ -53,6 +53,8 @@ class PersistentContextConfig:
     instruction: CategoryLimits = field(default_factory=lambda: CategoryLimits(10, 400))
     warning: CategoryLimits = field(default_factory=lambda: CategoryLimits(5, 300))
     goal: CategoryLimits = field(default_factory=lambda: CategoryLimits(1, 100))
+    procedure: CategoryLimits = field(default_factory=lambda: CategoryLimits(5, 300))
+    convention: CategoryLimits = field(default_factory=lambda: CategoryLimits(8, 250))
     preference: CategoryLimits = field(default_factory=lambda: CategoryLimits(10, 500))
     project_fact: CategoryLimits = field(default_factory=lambda: CategoryLimits(20, 1000))
     person: CategoryLimits = field(default_factory=lambda: CategoryLimits(10, 300))
@@ -64,7 +66,7 @@ class LifecycleConfig:
     """What keeps memory small and true (see :mod:`dexai_memory.lifecycle`): the cap on durable
     facts and its eviction score, expiry by category, pins, and the undo window of ``clear``."""
 
-    #: Hard cap of current durable facts (FACT, PREFERENCE, INSIGHT, RELATIONSHIP) per user.
+    #: Hard cap of current durable facts (FACT, PREFERENCE, INSIGHT, RELATIONSHIP, PROCEDURE, PATTERN) per user.
     max_facts: int = field(default=150, metadata=bounds(1, 1_000_000))
     #: Eviction starts above this many (gradually, ``prune_batch`` per cleanup run).
     prune_from: int = field(default=120, metadata=bounds(1, 1_000_000))

@@ -38,6 +38,12 @@ class MemoryType(enum.StrEnum):
     #: artifacts (files edited, commands, commits, errors fixed), see :mod:`dexai_memory.capture.episodes`.
     #: Searched only when asked for by type (prefetch, ``recall --type EPISODE``), never in the L1 block.
     EPISODE = "EPISODE"
+    #: A workflow the user states or repeats: how they release, run the tests, make a fix, as steps
+    #: in order ("To release: bump the version, then tag, then push the tag.").
+    PROCEDURE = "PROCEDURE"
+    #: A code convention the user states: naming, error handling, test layout ("Tests are named
+    #: test_<unit>_<case>.", "Errors derive from DexaiError.").
+    PATTERN = "PATTERN"
 
     @classmethod
     def parse(cls, value: str | MemoryType) -> MemoryType:

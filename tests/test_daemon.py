@@ -136,7 +136,8 @@ async def test_schedule_consolidation_on_demand(settings: Settings, provider: Na
                                                          "method": "word-overlap", "merged": 0, "superseded": 0,
                                                          "clusters": [], "forms_built": 0,
                                                          "episodes_summarised": 0, "episodes_compressed": 0,
-                                                         "links_found": 0, "contradictions_found": 0}}
+                                                         "links_found": 0, "contradictions_found": 0,
+                                                         "routines": 0}}
 
 
 async def test_the_scheduled_consolidation_links_memories_and_scans_for_contradictions(

@@ -27,6 +27,8 @@ _BY_TYPE = {
     MemoryType.RELATIONSHIP: Category.PERSON,
     MemoryType.COMMITMENT: Category.GOAL,
     MemoryType.TASK: Category.GOAL,
+    MemoryType.PROCEDURE: Category.PROCEDURE,
+    MemoryType.PATTERN: Category.CONVENTION,
 }
 
 

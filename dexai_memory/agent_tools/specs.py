@@ -15,12 +15,13 @@ from typing import Any, NamedTuple
 
 #: The ``category`` values of ``remember``, in the order the model sees them
 #: (:class:`dexai_memory.agent_tools.tools.Category` has the same values).
-CATEGORIES = ("preference", "fact", "insight", "warning", "goal", "instruction", "person")
+CATEGORIES = ("preference", "fact", "insight", "warning", "goal", "instruction", "person", "procedure", "convention")
 
 REMEMBER_DESCRIPTION = (
     "Store an important fact in persistent memory. Use it when you learn something worth remembering "
     "long-term: a user preference (\"I prefer X\", \"always do Y\", \"never do Z\"), a key project fact, an "
-    "insight, a mistake to avoid (warning), or a changed goal. Persistent memories survive context "
+    "insight, a mistake to avoid (warning), a changed goal, how the user does something (procedure: \"to release: "
+    "bump the version, then tag, then push\") or a code convention (\"tests are named test_<unit>_<case>\"). Persistent memories survive context "
     "compaction and future sessions. One concise, specific statement per call; newer statements replace "
     "older ones they contradict. Don't over-use it. When the user finished or dropped a commitment or goal, "
     "call it with status done or cancelled."

@@ -49,7 +49,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ..agent_tools.ops import tool_ops
 from ..capture.admit import admit
+from ..capture.divergence import Divergence, SecondLook
 from ..capture.queue import ExtractionQueue, Job
+from ..capture.recent import RecentTurns
 from ..embeddings import bulk_embedder
 from ..errors import DaemonError, DexaiMemoryError, QueueError
 from ..limits import clip
@@ -127,7 +129,12 @@ class MemoryDaemon:
         self.write_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
-        self._recent: dict[tuple[str, str | None], collections.deque[str]] = {}
+        #: Each session's last turns: the gate's context (entity novelty, divergence).
+        self.recent = RecentTurns(RECENT_TURNS)
+        #: The background second look (semantic divergence) at turns the gate did not pass.
+        self.second_look = SecondLook(settings.extraction.gate_divergence_weight,
+                                      lambda: getattr(self._provider, "embedder", None))
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._users: set[str] = set()
         self._started_at: float | None = None
         self._last_health: dict[str, Any] = {}
@@ -162,6 +169,7 @@ class MemoryDaemon:
         if self.state is not DaemonState.CREATED:
             raise DaemonError(f"the daemon cannot start: it is {self.state.value}")
         self.state = DaemonState.STARTING
+        self._loop = asyncio.get_running_loop()
         self._stopped.clear()
         try:
             await self._start_parts()
@@ -511,17 +519,33 @@ class MemoryDaemon:
         if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
             raise DaemonError(f"the daemon is {self.state.value}: cannot accept turns")
         cap = self.settings.limits.max_turn_chars
-        seen = self._recent.setdefault((turn.user_id, turn.session_id), collections.deque(maxlen=RECENT_TURNS))
-        seen.extend(clip(str(text), cap) for text in recent)
-        admission = admit(turn, tuple(seen), self.pipeline.gate, max_chars=cap)  # clip, redact, then gate
+        key = (turn.user_id, turn.session_id)
+        seen = self.recent.extend(key, (clip(str(text), cap) for text in recent))
+        admission = admit(turn, seen, self.pipeline.gate, max_chars=cap)  # clip, redact, then gate
         clean, verdict = admission.turn, admission.verdict
         if clean is None:
             return verdict
         self._users.add(clean.user_id)
         if verdict.passed:
             self.queue.enqueue(clean, context=admission.context)
-        seen.append(clean.content)
+        elif admission.evidence is None and self._loop is not None:
+            signal = self.second_look.wanted(verdict, self.pipeline.gate.threshold)
+            if signal is not None:  # the embedding is not waited for: a second look in the background
+                self._loop.call_soon_threadsafe(self._look_again, signal, clean, admission.context, verdict)
+        self.recent.append(key, clean.content)
         return verdict
+
+    def _look_again(self, signal: Divergence, turn: Turn, context: Sequence[str], verdict: GateResult) -> None:
+        if self.state not in (DaemonState.RUNNING, DaemonState.STARTING) or self.pipeline is None:
+            return
+
+        def enqueue(turn: Turn, context: tuple[str, ...]) -> None:
+            self.queue.enqueue(turn, context=context)
+            self.runs["divergence-admitted"] += 1
+            self.queue.notify()
+
+        self.spawn(self.second_look.reconsider(signal, turn, context, verdict, self.pipeline.gate.threshold,
+                                               enqueue), "second-look")
 
     async def flush(self, timeout: float | None = DEFAULT_FLUSH_TIMEOUT) -> bool:  # noqa: ASYNC109 - API
         """Process every queued turn that is due now; True when done within ``timeout``."""

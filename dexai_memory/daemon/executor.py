@@ -9,34 +9,32 @@ shows the same block for the same prompt and store.
 What each event does
 ====================
 ``session-start``
-    startup/resume/clear: inject the L1 block (profile, commitments due soon, last session
-    state; once, on a new store, the offer to learn past sessions); resume skips it when all
-    of it is still in the conversation. compact: re-inject the post-compaction block (filled
-    by priority; the last prompts and the task snapshot kept in the compaction marker, and
-    the user's ``/compact <instructions>`` quoted after it) and clear the marker.
+    startup/resume/clear: inject the L1 block (profile, commitments due soon, last session state;
+    once, on a new store, the offer to learn past sessions); resume skips it when everything in it
+    is still in the conversation. compact: re-inject the post-compaction block (filled by priority;
+    the last prompts and the task snapshot kept in the compaction marker, and the user's
+    ``/compact <instructions>`` quoted after it) and clear it.
 ``user-prompt-submit``
-    The prompt is recorded first (redacted, for Stop to queue), so a failing recall loses
-    nothing. Marker still set (SessionStart(compact) did not run): re-inject and clear it.
-    Otherwise auto-recall for the prompt, plus a reflection hint when the prompt is a
-    correction, a preference or an explicit request.
+    The prompt is recorded first (redacted, for Stop to queue), so a failing recall loses nothing.
+    Marker still set (SessionStart(compact) did not run): re-inject and clear it. Otherwise
+    auto-recall for the prompt, plus a reflection hint when the prompt is a correction, a
+    preference or an explicit request.
 ``pre-compact``
-    Back up the transcript, store a task snapshot, write the compaction marker, get every
-    queued turn extracted before the summary replaces the conversation, and record the
-    stretch since the last compaction as an episode; answers the compaction instructions
-    (plain text).
+    Back up the transcript, store a task snapshot, write the compaction marker, get every queued
+    turn extracted before the summary replaces the conversation, and record the stretch since the
+    last compaction as an episode; answers the compaction instructions (plain text).
 ``post-tool-use``
-    Queue the tool result for extraction when it passes the gate, and answer with what is
-    known about the file, failing command or branch the tool touched (PostToolUseFailure:
-    the prefetch only).
+    Queue the tool result for extraction when it passes the gate, and answer with what is known
+    about the file, failing command or branch the tool touched (PostToolUseFailure: the prefetch only).
 ``stop``
-    Queue the turn (the prompts recorded by UserPromptSubmit, and the reply). Safe async: an
-    async Stop queues only the prompts received before it, SessionEnd catches up a turn whose
-    Stop never came. Count what the reply used of the injected memories (citations), and what
-    it did not use of its prompt's recall block (ignores: :mod:`dexai_memory.lifecycle.usage`).
+    Queue the turn (the prompts recorded by UserPromptSubmit, and the reply). Safe async: an async
+    Stop queues only the prompts received before it, SessionEnd catches up a turn whose Stop never came.
+    Count what the reply used of the injected memories (citations), and what it did not use of its
+    prompt's recall block (ignores: :mod:`dexai_memory.lifecycle.usage`).
 ``session-end``
-    Catch up the last turn; store the final working-state snapshot (the next session's
-    "last session state"); record the episode; get the queue extracted; schedule
-    consolidation when enough new notes accumulated; drop the session's state file.
+    Catch up the last turn; store the final working-state snapshot (the next session's "last
+    session state"); record the episode; get the queue extracted; schedule consolidation when
+    enough new notes accumulated; drop the session's state file and its recent turns.
 
 An event replayed from the durable queue (it came while no daemon answered) does its
 capture and bookkeeping; its answer is read by nobody, so it skips recall.
@@ -90,6 +88,7 @@ from .session_state import (
 if TYPE_CHECKING:
     from ..capture.gate import GateResult
     from ..capture.queue import ExtractionQueue
+    from ..capture.recent import RecentTurns
     from ..config import Settings
     from ..providers.base import MemoryProvider
 
@@ -141,6 +140,7 @@ class Host(Protocol):
     settings: Settings
     queue: ExtractionQueue
     write_lock: asyncio.Lock
+    recent: RecentTurns
 
     @property
     def provider(self) -> MemoryProvider: ...
@@ -448,6 +448,7 @@ class EventExecutor:
         path = session_file(self.settings, event.session_id)
         await asyncio.to_thread(path.unlink, missing_ok=True)
         self._caught_up.discard(event.session_id)
+        self.daemon.recent.forget((event.user_id, event.session_id))
         return {}
 
     # ------------------------------------------------------------------ parts of the events

@@ -46,7 +46,8 @@ __all__ = ["HaikuClassifier", "HaikuExtractor", "HaikuTool", "carrier"]
 logger = logging.getLogger(__name__)
 
 _NOTE_TYPES = [t.value for t in (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.EVENT, MemoryType.INSIGHT,
-                                 MemoryType.RELATIONSHIP, MemoryType.COMMITMENT, MemoryType.TASK)]
+                                 MemoryType.RELATIONSHIP, MemoryType.COMMITMENT, MemoryType.TASK,
+                                 MemoryType.PROCEDURE, MemoryType.PATTERN)]
 
 RECORD_MEMORIES_TOOL: dict[str, Any] = {
     "name": "record_memories",
@@ -90,7 +91,7 @@ RECORD_MEMORIES_TOOL: dict[str, Any] = {
 EXTRACTION_SYSTEM = """You extract long-term memories from conversation turns.
 For each durable fact worth remembering, record one note with record_memories.
 
-Categories: FACT, PREFERENCE, EVENT, INSIGHT, RELATIONSHIP, COMMITMENT, TASK
+Categories: FACT, PREFERENCE, EVENT, INSIGHT, RELATIONSHIP, COMMITMENT, TASK, PROCEDURE, PATTERN
 
 Rules:
 - Only extract genuinely new or updated information from the turns marked TO EXTRACT;
@@ -107,6 +108,11 @@ Rules:
   standing instructions about how to work ("always ...", "never ...", "use X, not Y") are
   PREFERENCE notes in the imperative; decisions keep their reason; warnings, project facts,
   names, owners and commitments are kept with their exact names, paths and versions.
+  A workflow the user states (how they release, run the tests, make a fix; "first ..., then
+  ...", numbered steps) is one PROCEDURE note with its steps in order ("To release: bump the
+  version in pyproject.toml, then tag the commit, then push the tag."). A code convention the
+  user states (naming, error handling, test layout: "tests are named test_<unit>_<case>",
+  "errors derive from FooError") is a PATTERN note, kept as said.
   Requests for the task at hand ("fix this test", "run it again"), pasted logs, code, diffs
   and tool output, and the assistant's narration are not memories."""
 
@@ -350,7 +356,12 @@ def _parse_note(item: Any, turn_ids: Sequence[str], anchor: datetime | None) -> 
         note_type = MemoryType.COMMITMENT if note_type in (MemoryType.FACT, MemoryType.TASK) else note_type
     return ExtractedNote(content=content, type=note_type, importance=_as_int(item.get("importance"), 1, 10, 5),
                          confidence=_as_confidence(item.get("confidence")), source_ids=sources,
-                         event_date=event_date, entities=_as_str_list(item.get("entities")), commitment=commitment)
+                         event_date=event_date, entities=_as_str_list(item.get("entities")), commitment=commitment,
+                         category=_WAY_CATEGORIES.get(note_type))
+
+
+#: The category a procedure or convention note carries, as the offline rules write them.
+_WAY_CATEGORIES = {MemoryType.PROCEDURE: "procedure", MemoryType.PATTERN: "convention"}
 
 
 _SPACES = re.compile(r"\s+")

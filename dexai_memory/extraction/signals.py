@@ -16,7 +16,9 @@ entities               0.2     capitalised names mid-sentence, Dr. Smith, NER
 factual                0.2     I am a, I work at, I live in, I have, I went
 possessive             0.2     my doctor, our project (no antecedent)
 emotional              0.1     I'm worried, I'm excited, this is important
-novelty                0.3 x   share of entities not seen in recent turns
+novelty                0.3 x   share of names not seen in recent turns: entities,
+                               and the paths, file names, `code` and
+                               snake_case identifiers a coding prompt names
 =====================  ======  ===============================================
 
 and, for what a coding agent must not forget:
@@ -51,8 +53,11 @@ statement              0.1     a first-person present-tense statement of three
 amount                 0.3     a sum of money: 5000 euros, $40 a month
 =====================  ======  ===============================================
 
-Novelty is only computed once the fast signals reach 0.2. Filler ("ok",
-"thanks", "got it", emoji only) scores exactly 0.
+Novelty is only computed once the fast signals reach 0.2 (in the daemon, against the
+session's recent turns it keeps: :mod:`dexai_memory.capture.recent`). Filler ("ok",
+"thanks", "got it", emoji only) scores exactly 0. The daemon may add one more signal,
+semantic divergence from the recent turns (an embedding distance, off the hooks' path:
+:mod:`dexai_memory.capture.divergence`).
 
 :func:`is_filler` and :func:`regex_entities` are the text features the capture
 gate and the offline extractor share; :class:`SignalScorer` adds the signals up
@@ -466,8 +471,15 @@ _SESSION_CUE = re.compile(
     r"enable|configure|config|set up|setup|move|rename|migrate|switch to|replace|purge|call it|name it|"
     r"(?:prompt|ask) me|let'?s be|lets be)\b|"
     r"\bI\s+(?:only\s+|really\s+|always\s+|never\s+)?(?:use|have|run|own|want|need|prefer|dont want|don'?t want|do not want|"
-    r"sign in|log in|work)\b",
-    re.I)
+    r"sign in|log in|work)\b|"
+    # how the user works and writes code: a workflow ("to release, I ...", "release process:", "1. ..."),
+    # a convention ("we name tests ...", "errors derive from FooError", "use snake_case for ...")
+    r"(?:^|[.!?]\s+|\b(?:so|ok|okay|and|also)\s+)(?:to|when(?:ever)?\s+(?:I|we)|every time\s+(?:I|we))\s+[^,:;.?]{3,60}"
+    r"[,:]|\b(?:process|workflow|routine|"
+    r"checklist|runbook|steps)\b[^.?]{0,40}:|\b(?:I|we)\s+(?:always\s+|usually\s+|normally\s+)?(?:name|"
+    r"prefix|suffix)\b|\b(?:derive|derives|inherit|inherits|subclass)\s+(?:\w+\s+)?from\b|\b(?:snake|camel|pascal|kebab)"
+    r"[_-]?case\b|\b(?:tests?|fixtures?|test files?)\s+(?:live|lives|go|goes|belong|belongs|are named|mirror)\b",
+    re.I | re.M)
 
 
 def session_cue(text: str) -> bool:
@@ -493,8 +505,10 @@ class SignalScorer:
     ``threshold`` is ``extraction.gate_threshold`` (0.3 by default).
     """
 
-    def __init__(self, threshold: float = DEFAULT_GATE_THRESHOLD):
+    def __init__(self, threshold: float = DEFAULT_GATE_THRESHOLD, *, code_names: bool = True):
         self.threshold = threshold
+        #: Whether paths, file names, `code` and snake_case identifiers count as names for novelty.
+        self.code_names = code_names
 
     def entities(self, text: str) -> list[str]:
         """Entities of ``text`` (:func:`regex_entities`)."""
@@ -528,13 +542,28 @@ class SignalScorer:
         if entities:
             signals["entities"] = WEIGHTS["entities"]
         score = sum(signals.values())
-        if score >= NOVELTY_MIN_SCORE and entities:
-            novelty = _novelty(entities, recent)
+        names = entities + code_names(text) if self.code_names and score >= NOVELTY_MIN_SCORE else entities
+        if score >= NOVELTY_MIN_SCORE and names:
+            novelty = _novelty(names, recent)
             if novelty > 0:
                 signals["novelty"] = round(novelty * WEIGHTS["novelty"], 4)
                 score += signals["novelty"]
         score = round(min(score, 1.0), 4)
         return GateResult(score, score >= self.threshold, signals)
+
+
+#: What a coding prompt names besides people and products: `code`, paths, file names, snake_case identifiers.
+_CODE_NAME = re.compile(
+    r"`([^`\n]{2,60})`|(?<![\w/.:-])((?:[\w.-]+/)+[\w.-]*\w)|"
+    r"\b([\w-]+\.(?:py|pyi|ts|tsx|js|jsx|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|md|toml|yaml|yml|json|sh|sql|ini|cfg|"
+    r"lock|txt|html|css))\b|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+
+
+def code_names(text: str) -> list[str]:
+    """The `code`, paths, file names and snake_case identifiers ``text`` names (for novelty)."""
+    if "`" not in text and "/" not in text and "." not in text and "_" not in text:
+        return []
+    return list(dict.fromkeys(next(g for g in m.groups() if g) for m in _CODE_NAME.finditer(text)))
 
 
 def _novelty(entities: Sequence[str], recent: Sequence[str]) -> float:

@@ -1,7 +1,7 @@
 """Eviction and expiry: each user's durable facts stay under a cap and go stale by category.
 
 Seed 003's rules, on the store. Durable facts are the current FACT,
-PREFERENCE, INSIGHT and RELATIONSHIP memories of a user (commitments, events,
+PREFERENCE, INSIGHT, RELATIONSHIP, PROCEDURE and PATTERN memories of a user (commitments, events,
 notes, snapshots and transcripts have lifecycles of their own). Each belongs
 to one lifecycle category (:func:`lifecycle_category`):
 
@@ -10,7 +10,8 @@ category       memories                                        weight  expiry
 =============  ==============================================  ======  ======
 project        FACT, INSIGHT (decisions, project facts,        0.8     60 d
                lessons)
-preference     PREFERENCE, standing instructions and warnings  0.3     180 d
+preference     PREFERENCE, standing instructions and warnings, 0.3     180 d
+               PROCEDURE and PATTERN (workflows, conventions)
 identity       RELATIONSHIP, ``category`` "person" / "identity" 0.5     365 d
 =============  ==============================================  ======  ======
 
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: The types the cap counts and expiry applies to.
-DURABLE_FACT_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP)
+DURABLE_FACT_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
+                      MemoryType.PROCEDURE, MemoryType.PATTERN)
 #: Most durable facts read per user per run.
 READ_LIMIT = 100_000
 #: Confidence below which the eviction score treats a memory as this unsure (no division by zero).
@@ -62,7 +64,8 @@ def lifecycle_category(m: Memory) -> str:
     cat = str((m.metadata or {}).get("category") or "").lower()
     if m.type is MemoryType.RELATIONSHIP or cat in ("person", "identity"):
         return "identity"
-    if m.type is MemoryType.PREFERENCE or cat in ("preference", "instruction", "warning"):
+    if m.type in (MemoryType.PREFERENCE, MemoryType.PROCEDURE, MemoryType.PATTERN) \
+            or cat in ("preference", "instruction", "warning", "procedure", "convention"):
         return "preference"
     return "project"
 

@@ -9,14 +9,17 @@ tier       share    what
 ``tier1``  25 %     critical: open contradictions; decisions, warnings and
                     other notes about the focused files (:mod:`.focus`);
                     memories that answer the recent errors (their fixes);
-                    decisions, warnings and instructions about the task;
+                    decisions, warnings, instructions, procedures and
+                    conventions about the task, and procedures the task or
+                    prompt names ("release v2" brings "To release: ...");
                     the persistent context's standing instructions,
                     warnings and current goal
 ``tier2``  37.5 %   relevant: what the signals' text recalls (the provider's
                     search, ranked by :func:`.ranking.rank`, relevance at
                     least :data:`RELEVANT_FLOOR`)
-``tier3``  25 %     background: the rest of the persistent context (project
-                    facts, preferences, insights, people), then current
+``tier3``  25 %     background: the rest of the persistent context
+                    (procedures, conventions, project facts, preferences,
+                    insights, people), then current
                     memories of those categories not confident enough for
                     it (e.g. added by hand), compressed
 ``tier4``  12.5 %   index: "Ask me about: ..." topic keys of what else is
@@ -109,9 +112,11 @@ RELEVANT_FLOOR = 0.3
 MAX_ERRORS, PER_ERROR = 5, 3
 #: Persistent-context categories that are critical (tier 1); the others are background (tier 3).
 CRITICAL_CATEGORIES = ("warning", "instruction", "goal")
-BACKGROUND_CATEGORIES = ("instruction", "warning", "goal", "project_fact", "preference", "insight", "person")
-#: Kinds that come first among the memories about a file or task.
-DECISIVE = ("decision", "warning", "instruction")
+BACKGROUND_CATEGORIES = ("instruction", "warning", "goal", "procedure", "convention", "project_fact", "preference",
+                         "insight", "person")
+#: Kinds that come first among the memories about a file or task (a procedure or convention the
+#: task names is how to do it: "release v2" brings "To release: ...").
+DECISIVE = ("decision", "warning", "instruction", "procedure", "convention")
 _FIX = re.compile(r"(?i)\b(fix(?:ed|es)?|solved?|resolved?|workaround|root cause|because)\b")
 
 
@@ -323,11 +328,28 @@ async def _error_fixes(provider: MemoryProvider, user_id: str, focus: Focus, set
     return out
 
 
-def _about_task(focus: Focus, durable: Sequence[Memory]) -> list[_Item]:
-    terms = content_terms(focus.task)
-    if not terms:
+def goal_terms(m: Memory) -> list[str]:
+    """The content words of what a procedure is for ("To cut a release: ..." -> cut, release), or []
+    when ``m`` is not a procedure."""
+    if kind_of(m) != "procedure":
         return []
-    hits = [m for m in durable if kind_of(m) in DECISIVE and lexical_relevance(terms, m.content) >= 0.6]
+    head, sep, _ = m.content.partition(":")
+    return content_terms(re.sub(r"^(?:to|the)\s+|\s+process$", "", head.strip(), flags=re.I)) if sep else []
+
+
+def names_goal(m: Memory, terms: Sequence[str]) -> bool:
+    """Whether ``terms`` name at least half of what procedure ``m`` is for ("release v2" ->
+    "To release: ...")."""
+    goal = goal_terms(m)
+    return bool(goal) and sum(1 for t in goal if t in terms) * 2 >= len(goal)
+
+
+def _about_task(focus: Focus, durable: Sequence[Memory]) -> list[_Item]:
+    terms, asked = content_terms(focus.task), content_terms(focus.query)
+    if not terms and not asked:
+        return []
+    hits = [m for m in durable if terms and kind_of(m) in DECISIVE and (
+        names_goal(m, terms) or lexical_relevance(terms, m.content) >= 0.6) or asked and names_goal(m, asked)]
     hits.sort(key=lambda m: (not m.pinned, -m.importance, -m.created_at.timestamp(), m.id))
     return [_Item((m,), kind_of(m)) for m in hits]
 

@@ -10,7 +10,8 @@ full         the memory's own ``content``
 summary      its first sentence, at most :data:`SUMMARY_TOKENS` tokens
 compressed   its key terms, telegraphic: stop and filler words dropped, at
              most :data:`COMPRESSED_WORDS` words ("team chose PostgreSQL JSON
-             support")
+             support"); a procedure's purpose and steps as a chain ("release:
+             bump version pyproject.toml -> tag commit -> push tag")
 index        a few-word topic key the ``recall`` tool can expand
              ("postgresql json support"), at most :data:`INDEX_WORDS` words,
              separated by spaces so that a search for the key matches each
@@ -163,6 +164,25 @@ def index_key(text: str, max_words: int = INDEX_WORDS) -> str:
     return " ".join(p for p in parts if p) or "memory"
 
 
+#: A procedure's shape ("To release: a, then b, then c.", "Deploy process: ...", "Routine (...): ..."):
+#: its compressed form is the purpose and the steps as a chain ("release: bump version -> tag -> push tag").
+_RECIPE = re.compile(r"^(?:To (?P<goal>[^:]{2,60})|(?P<process>[^:]{2,40}) process|Routine \([^)]*\)): "
+                     r"(?P<steps>.+?, then .+?)\.?$")
+#: Most words of each step in a procedure's compressed chain.
+STEP_WORDS = 3
+
+
+def recipe_chain(content: str) -> str | None:
+    """A procedure's compressed form: its purpose and each step in a few words, joined by "->"
+    (None when ``content`` is not shaped as one)."""
+    m = _RECIPE.match(content)
+    if m is None:
+        return None
+    steps = [compress(s, STEP_WORDS) for s in m.group("steps").split(", then ")]
+    goal = compress(m.group("goal") or m.group("process") or "routine", STEP_WORDS)
+    return f"{goal}: " + " -> ".join(s for s in steps if s)
+
+
 def build_forms(content: str) -> dict[str, str]:
     """The offline forms of ``content``: ``{"summary", "compressed", "index"}`` (see the module
     docstring). Deterministic; each form no longer in tokens than the level above it."""
@@ -171,7 +191,7 @@ def build_forms(content: str) -> dict[str, str]:
                or truncate_to_tokens(content, SUMMARY_TOKENS, ELLIPSIS))
     if count_tokens(summary) >= count_tokens(content):
         summary = content
-    compressed = compress(summary)
+    compressed = recipe_chain(content) or compress(summary)
     if count_tokens(compressed) > count_tokens(summary):
         compressed = summary
     index = index_key(compressed)

@@ -12,6 +12,10 @@ instruction     category "instruction" ("Always run `make check` ...")
 warning         category "warning" ("Never force-push to main.")
 goal            category "goal" (an open COMMITMENT): the newest one only,
                 goals replace goals; a finished goal leaves
+procedure       type PROCEDURE, or category "procedure" (how the user
+                releases, tests, fixes: steps in order)
+convention      type PATTERN, or category "convention" (naming, errors,
+                test layout)
 preference      type PREFERENCE
 project_fact    type FACT (facts about the user or the work, decisions), titled "Facts"
 person          type RELATIONSHIP, or category "person" / "identity"
@@ -43,11 +47,14 @@ if TYPE_CHECKING:
     from .source import RecallSource
 
 #: Categories in the order they are filled and shown.
-CATEGORIES = ("instruction", "warning", "goal", "preference", "project_fact", "person", "insight")
+CATEGORIES = ("instruction", "warning", "goal", "procedure", "convention", "preference", "project_fact", "person",
+              "insight")
 TITLES = {
     "instruction": "Standing instructions (from the user):",
     "warning": "Warnings (mistakes to avoid):",
     "goal": "Current goal:",
+    "procedure": "Procedures (how the user works):",
+    "convention": "Conventions (how the code is written):",
     "preference": "Preferences:",
     "project_fact": "Facts:",  # about the user as much as the project: named for what they are
     "person": "People:",
@@ -55,13 +62,14 @@ TITLES = {
 }
 #: How the "+N more" line names each category.
 PLURALS = {
-    "instruction": "instructions", "warning": "warnings", "goal": "goals", "preference": "preferences",
+    "instruction": "instructions", "warning": "warnings", "goal": "goals", "procedure": "procedures",
+    "convention": "conventions", "preference": "preferences",
     "project_fact": "facts", "person": "people", "insight": "insights",
 }
 SECTION_TITLE = "Persistent context:"
 #: Types read for the section.
 TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
-         MemoryType.COMMITMENT)
+         MemoryType.COMMITMENT, MemoryType.PROCEDURE, MemoryType.PATTERN)
 #: Most memories read per block, newest first (the lifecycle keeps a user under 150 durable facts).
 READ_LIMIT = 200
 
@@ -73,6 +81,10 @@ def persistent_category(m: Memory) -> str | None:
         return cat
     if cat == "goal":
         return "goal" if is_open(m) else None
+    if cat == "procedure" or m.type is MemoryType.PROCEDURE:
+        return "procedure"
+    if cat == "convention" or m.type is MemoryType.PATTERN:
+        return "convention"
     if m.type is MemoryType.COMMITMENT:
         return None  # commitments show under "Coming up"
     if cat in ("person", "identity") or m.type is MemoryType.RELATIONSHIP:

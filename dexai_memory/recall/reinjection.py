@@ -93,7 +93,7 @@ HIGH_IMPORTANCE = 7
 BACKFILL_MIN_IMPORTANCE = 5
 #: Memory types that can be re-injected (not snapshots or transcripts, not session notes).
 DURABLE_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.INSIGHT, MemoryType.RELATIONSHIP,
-                 MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.EVENT)
+                 MemoryType.COMMITMENT, MemoryType.TASK, MemoryType.EVENT, MemoryType.PROCEDURE, MemoryType.PATTERN)
 #: Content-word overlap (Jaccard, at least :data:`DUPLICATE_MIN_SHARED` words shared) from which a
 #: memory counts as a duplicate of one already taken (the supersession UPDATE threshold).
 DUPLICATE_OVERLAP = 0.6

@@ -9,7 +9,9 @@ folded) and never lets one fact swallow another:
   does not (its words are a subset, same names in the same order) -> NOOP;
 * same subject and attribute, different value -> SUPERSEDE, under the slot
   rule below; an explicit change ("moved from Lisbon to Porto", "the dentist
-  appointment moved to Friday") -> SUPERSEDE (the change rules below);
+  appointment moved to Friday") -> SUPERSEDE (the change rules below); a
+  procedure for the same purpose with other steps ("To release: ..." twice)
+  -> SUPERSEDE (one procedure per purpose);
 * the new note contains every word of the old one and adds to it -> UPDATE
   (merged content), unless what it adds negates it ("no longer") -> SUPERSEDE;
 * anything else -> ADD. In particular two statements of the same shape about
@@ -100,7 +102,7 @@ from .statements import comparable, content_words, jaccard, statement_words
 from .statements import fold as _fold
 
 __all__ = ["MULTI_VALUED", "OfflineClassifier", "comparable", "content_words", "guard_meaning", "jaccard",
-           "key_tokens", "moved_from", "protect_pinned", "rescheduled", "resolve", "same_slot", "statement_words",
+           "key_tokens", "moved_from", "procedure_goal", "protect_pinned", "rescheduled", "resolve", "same_slot", "statement_words",
            "subject_attribute", "value_words"]
 
 #: Verbs/relations that name an attribute of the subject.
@@ -201,6 +203,16 @@ def subject_attribute(text: str) -> tuple[str, str, str] | None:
         words[0] = re.sub(r"s$", "", words[0])
     attr = " ".join("a" if w == "an" else w for w in words)
     return m.group("subject").lower().strip(), attr, m.group("value").lower().strip()
+
+
+#: A procedure's shape ("To release: a, then b.", "Release process: a, then b."): one slot per purpose.
+_PROCEDURE = re.compile(r"^(?:to (?P<goal>[^:]{2,60})|(?P<process>[^:]{2,40}) process): .+", re.IGNORECASE)
+
+
+def procedure_goal(text: str) -> str | None:
+    """What a procedure is for ("release"), lower-cased, or None when ``text`` is not one."""
+    m = _PROCEDURE.match(text.strip())
+    return " ".join((m.group("goal") or m.group("process")).lower().split()) if m else None
 
 
 def value_words(value: str) -> set[str]:
@@ -334,6 +346,10 @@ class OfflineClassifier(UpdateClassifier):
             to = f" with {named.new!r}" if named.new else ""
             return UpdateDecision(UpdateAction.SUPERSEDE, memory.id,
                                   f"an explicit change: {named.old!r} replaced{to}")
+        goal = procedure_goal(new_fact)
+        if goal is not None and goal == procedure_goal(memory.content):
+            return UpdateDecision(UpdateAction.SUPERSEDE, memory.id, f"the same procedure (to {goal}) with "
+                                  "other steps: the newer replaces it, kept in history")
         new_sa, old_sa = subject_attribute(new_fact), subject_attribute(memory.content)
         if (new_sa and old_sa and new_sa[0] == old_sa[0] and new_sa[1] == old_sa[1]
                 and same_slot(new_sa[1], old_sa[2], new_sa[2]) and not changes.additive(new_fact)):

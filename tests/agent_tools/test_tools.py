@@ -237,7 +237,7 @@ async def test_tools_through_the_sdk_mcp_server(store: NativeProvider) -> None:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(listed) == ["forget", "recall", "remember"]
         assert listed["remember"].input_schema["properties"]["category"]["enum"] == [
-            "preference", "fact", "insight", "warning", "goal", "instruction", "person"]
+            "preference", "fact", "insight", "warning", "goal", "instruction", "person", "procedure", "convention"]
         assert listed["remember"].input_schema["required"] == ["content", "category"]
 
         added = await client.call_tool("remember", {"content": "User prefers pnpm", "category": "preference"})

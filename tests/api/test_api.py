@@ -328,3 +328,16 @@ def test_the_panels_project_is_the_default_scope(tmp_path: Path) -> None:
         assert client.get("/api/facts", headers=h).json()["count"] == 1
         assert client.get("/api/facts", params={"project": "home"}, headers=h).json()["count"] == 1
         assert client.get("/api/clear", headers=h).json() == {"count": 1, "user_id": USER, "project": "shop"}
+
+
+def test_context_assemble_shows_procedures_and_conventions(api: Api) -> None:
+    procedure = api.add("To release: bump the version, then tag the commit, then push the tag.", "procedure")
+    convention = api.add("Tests are named test_<unit>_<case>.", "convention")
+    assert (procedure["type"], convention["type"]) == ("PROCEDURE", "PATTERN")
+    out = api.post("/api/context/assemble", {"budget": 600, "signals": {"task": "release 2.0"}})
+    placed = {m["id"]: (m["tier"], m["kind"]) for m in out["memories"]}
+    assert placed[procedure["id"]] == ("tier1", "procedure")      # the task names what it is for
+    assert placed[convention["id"]] == ("tier3", "convention")    # background
+    persistent = api.get("/api/persistent")
+    assert "Procedures (how the user works):" in persistent["text"]
+    assert "Conventions (how the code is written):" in persistent["text"]

@@ -281,3 +281,20 @@ async def test_links_are_kept_once_and_go_with_an_erased_memory(provider: Memory
     if provider.capabilities.hard_delete:
         await provider.delete(b.id, user_id="sam", hard=True)
         assert await provider.links([a.id, b.id, c.id], user_id="sam") == []
+
+
+async def test_procedures_and_patterns_are_stored_and_filtered_by_type(provider: MemoryProvider) -> None:
+    """The two types of how a user works need no schema change: every backend stores, lists and
+    searches them by type like any other."""
+    proc = await provider.add(Memory("To release: bump the version, then tag the commit, then push the tag.",
+                                     user_id="sam", type=MemoryType.PROCEDURE, importance=7,
+                                     metadata={"category": "procedure"}))
+    pat = await provider.add(Memory("Tests are named test_<unit>_<case>.", user_id="sam", type=MemoryType.PATTERN,
+                                    importance=7, metadata={"category": "convention"}))
+    await provider.add(Memory("Sam prefers tabs", user_id="sam", type=MemoryType.PREFERENCE))
+    assert (await provider.get(proc.id, user_id="sam")).type is MemoryType.PROCEDURE
+    listed = await provider.list(user_id="sam", filters=SearchFilters(types=(MemoryType.PROCEDURE, MemoryType.PATTERN)))
+    assert sorted(m.id for m in listed) == sorted((proc.id, pat.id))
+    hits = await provider.search("release tag push", user_id="sam", limit=5,
+                                 filters=SearchFilters(types=(MemoryType.PROCEDURE,)))
+    assert [r.memory.id for r in hits] == [proc.id]

@@ -9,11 +9,10 @@ speaker, with relative dates resolved against the turn's timestamp::
 Per turn: redact secrets, split into sentences, drop filler and pure questions (a leading
 statement clause of a question is kept), resolve dates, rewrite pronouns (I/me/my/... -> the
 speaker; you/your -> the other speaker when known; we/us/our -> both, or the speaker's
-family/group), classify the type, score the
-importance (1-10) with the heuristic gate, and attach a commitment (what,
-who, due date) to promises and reminders. A short answer to the previous speaker's question is
-kept with that question. A caption in ``turn.metadata["caption"]`` becomes "<speaker> shared a
-photo of ...".
+family/group), classify the type, score the importance (1-10) with the heuristic gate, and
+attach a commitment (what, who, due date) to promises and reminders. A short answer to the
+previous speaker's question is kept with that question. A caption in
+``turn.metadata["caption"]`` becomes "<speaker> shared a photo of ...".
 
 The session's user
 ------------------
@@ -22,42 +21,36 @@ Code hooks send it) speaks to an agent about their work and life; their sentence
 rules of their own, each note a clean, self-contained sentence that keeps their exact names,
 paths, numbers and `commands`:
 
-* **warnings** ("Never ...", "Don't ...", "Avoid ...", "Careful with ...",
-  "Watch out: ...", "Heads up: ...", and statements of a hazard: "X crashes
-  if ...", "..., so don't ...") and **standing instructions** ("Always ...",
-  "From now on, ...", "Make sure ...", "Please use X instead of Y", "When you
-  ..., ...", "In the changelog, group ...", and a habit verb with a bare
-  object: "Use tabs in the Makefile", "Name feature branches ...") are kept
-  in the imperative they were given in ("Run `make check` before every
-  push."), with a marker such as "Heads up:" or "Remember to" dropped:
-  INSIGHT, ``category`` "warning" / "instruction", importance 8.
-  Encouragement ("don't worry"), requests for now ("Run the tests again",
-  "Add type hints to the config loader") and errands with a date are not;
-* **decisions** ("We decided / chose / settled on / are going with ...",
-  "Let's go with X", "Decision: ...", "The architecture review agreed ...")
-  are FACTs with ``category`` "decision", importance >= 7, their reason kept;
-* **goals** ("My goal this quarter is ...", "New goal: ...", "I'm trying to
-  ...", "I want to ...") take one shape, "The user's goal is to X (this
-  quarter)." ("The team's" for "our"), so that the next goal reads as a new
-  value of the same attribute: COMMITMENT with an open commitment,
-  ``category`` "goal", importance 7;
-* **facts** about the project, its environment and people ("The orders
-  service runs on port 8443", "Priya owns the billing service", "Our CI runs
-  on Buildkite") are stored as said, "we/our" read as "the team"; facts about
-  themselves in the third person ("The user lives in Lisbon and works at
-  ..."). Importance at least 6 when the sentence names a tool, path, version,
-  host, person or owner, preferences at least 7; confidence 0.8; nothing of
-  theirs above 8, so no statement outranks a standing instruction;
-* **dates** point forward unless the sentence is about the past: "I have a
-  dentist appointment on Friday" said on a Monday is the coming Friday, and a
-  statement with a coming date is a COMMITMENT due that day;
-* no note for labels ("Remember this:", "FYI,"), framing ("Some context
-  before we start."), questions, thinking aloud ("Sorry, I meant the second
-  file"), vague subjects ("It works now!") or a sentence that alone would not
-  pass the gate.
+* **warnings** ("Never ...", "Don't ...", "Avoid ...", "Careful with ...", "Watch out: ...",
+  "Heads up: ...", and statements of a hazard: "X crashes if ...", "..., so don't ...") and
+  **standing instructions** ("Always ...", "From now on, ...", "Make sure ...", "Please use X
+  instead of Y", "When you ..., ...", "In the changelog, group ...", and a habit verb with a
+  bare object: "Use tabs in the Makefile") are kept in the imperative they were given in
+  ("Run `make check` before every push."), with a marker such as "Heads up:" or "Remember to"
+  dropped: INSIGHT, ``category`` "warning" / "instruction", importance 8. Encouragement ("don't
+  worry"), requests for now ("Run the tests again") and errands with a date are not;
+* **decisions** ("We decided / chose / settled on / are going with ...", "Let's go with X",
+  "Decision: ...") are FACTs with ``category`` "decision", importance >= 7, their reason kept;
+* **goals** ("My goal this quarter is ...", "New goal: ...", "I'm trying to ...") take one
+  shape, "The user's goal is to X (this quarter)." ("The team's" for "our"), so that the next
+  goal reads as a new value of the same attribute: COMMITMENT, ``category`` "goal", importance 7;
+* **facts** about the project, its environment and people ("The orders service runs on port
+  8443", "Priya owns the billing service") are stored as said, "we/our" read as "the team";
+  facts about themselves in the third person ("The user lives in Lisbon and works at ...").
+  Importance at least 6 when the sentence names a tool, path, version, host, person or owner,
+  preferences at least 7; confidence 0.8; nothing of theirs above 8, so no statement outranks
+  a standing instruction;
+* **procedures** ("To release, I bump ..., tag ... and push ...", a lead line
+  and numbered steps) and **code conventions** ("we name tests test_<unit>_<case>",
+  "errors derive from FooError") are PROCEDURE and PATTERN notes, see :mod:`.procedures`;
+* **dates** point forward unless the sentence is about the past ("I have a dentist
+  appointment on Friday" said on a Monday is the coming Friday, a COMMITMENT due then);
+* no note for labels ("Remember this:", "FYI,"), framing ("Some context before we
+  start."), questions, thinking aloud ("Sorry, I meant the second file"), vague
+  subjects ("It works now!") or a sentence that alone would not pass the gate.
 
-Named speakers (LoCoMo-style conversations) keep the general rules: advice
-between people is not stored, and "we decided ..." stays a dated event.
+Named speakers (LoCoMo-style conversations) keep the general rules: advice between people is
+not stored, and "we decided ..." stays a dated event.
 """
 
 from __future__ import annotations
@@ -76,6 +69,7 @@ from ..base import Extractor
 from ..signals import SignalScorer, is_filler, regex_entities, session_cue
 from ..wording import date_as_subject, gerund_subject
 from ..wording import reported as reported_speech
+from .procedures import convention_note, listed_procedure, procedure_note
 from .pronouns import Rewriter, possessive, session_grammar
 from .rules import (
     COMMITMENT,
@@ -341,9 +335,9 @@ class OfflineExtractor(Extractor):
     def _session_notes(self, text: str, turn: Turn, anchor: datetime | None) -> list[ExtractedNote]:
         """Notes of a turn of an assistant session's user (role ``user``, no speaker name)."""
         rewrite = Rewriter("The user", None, "the team", we_singular=True)
-        notes: list[ExtractedNote] = []
         kept = False  # whether the previous sentence gave a note
         text = FENCED.sub("\n", text)  # pasted code, configs and logs are not statements
+        notes, text = listed_procedure(text, turn, rewrite)  # "To release:" and its numbered steps: one note
         text = prose_lines("\n".join(line for line in text.split("\n") if not INDENTED.match(line)))
         # a list of three lines or more is mostly pasted or drafted for the task at hand: only an
         # explicit standing order in it ("Always ...", "Never ...") is an instruction or warning
@@ -395,6 +389,9 @@ class OfflineExtractor(Extractor):
                 and not THING_ORDER.match(sentence):  # "install gh (CLI)": short, and it lasts
             return None
         if not sentence.endswith("?") and not (listed and not standing_order(sentence)):
+            way = procedure_note(sentence, turn, rewrite) or convention_note(sentence, turn, rewrite)
+            if way is not None:  # how the user works: a workflow's steps, a code convention
+                return way
             for category, body in (warning_body(sentence), instruction_body(sentence, anchor)):
                 if category is not None and len(content_words(body)) >= self.min_content_words:
                     return self._rule_note(category, body, turn, rewrite)

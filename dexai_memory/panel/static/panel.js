@@ -19,12 +19,12 @@
   const LABELS = {
     preference: "Preferences", fact: "Facts", insight: "Insights", warning: "Warnings", goal: "Goals",
     instruction: "Instructions", person: "People", relationship: "People", commitment: "Commitments",
-    event: "Events", task: "Tasks",
+    event: "Events", task: "Tasks", procedure: "Procedures", convention: "Conventions", pattern: "Conventions",
   };
   const ONE = {
     preference: "Preference", fact: "Fact", insight: "Insight", warning: "Warning", goal: "Goal",
     instruction: "Instruction", person: "Person", relationship: "Person", commitment: "Commitment",
-    event: "Event", task: "Task",
+    event: "Event", task: "Task", procedure: "Procedure", convention: "Convention", pattern: "Convention",
   };
   // Icons as inline SVG (no emoji font needed); constant markup, never user data.
   const SVG = '<svg viewBox="0 0 24 24" width="16" height="16" fill="none" stroke="currentColor" stroke-width="2" ' +
