@@ -116,5 +116,5 @@ async def record_ignores(provider: MemoryProvider, user_id: str, reply: str, sho
         if not used_in(reply, memory, reply_words=words):
             ignored.append(memory_id)
     if ignored:
-        await provider.record_ignored(ignored, user_id=user_id)
+        await provider.record_retrieval(ignored, user_id=user_id, ignored=True)
     return ignored

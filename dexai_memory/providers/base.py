@@ -221,27 +221,23 @@ class MemoryProvider(abc.ABC):
         the backend keeps none: recall then follows no links)."""
         return []
 
-    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True) -> None:
+    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True,
+                               ignored: bool = False) -> None:
         """Count that these memories were retrieved (injected into context) now; ``refresh``: and
-        set ``last_accessed`` (a reference, which the lifecycle's expiry counts from)."""
+        set ``last_accessed`` (a reference, which the lifecycle's expiry counts from). ``ignored``:
+        count instead that they were in a prompt's recall block and the reply did not use them
+        (``ignore_count``; no reference: ``last_accessed`` is left as it is)."""
         now = utcnow()
         for memory_id in memory_ids:
             try:
                 memory = await self.get(memory_id, user_id=user_id)
             except MemoryNotFound:
                 continue
-            await self.update(memory_id, user_id=user_id, retrieval_count=memory.retrieval_count + 1,
-                              **({"last_accessed": now} if refresh else {}))
-
-    async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
-        """Count that these memories were in a prompt's recall block and the reply did not use them
-        (``ignore_count``; not a reference: ``last_accessed`` is left as it is)."""
-        for memory_id in memory_ids:
-            try:
-                memory = await self.get(memory_id, user_id=user_id)
-            except MemoryNotFound:
-                continue
-            await self.update(memory_id, user_id=user_id, ignore_count=memory.ignore_count + 1)
+            if ignored:
+                await self.update(memory_id, user_id=user_id, ignore_count=memory.ignore_count + 1)
+            else:
+                await self.update(memory_id, user_id=user_id, retrieval_count=memory.retrieval_count + 1,
+                                  **({"last_accessed": now} if refresh else {}))
 
     # ------------------------------------------------------------------ tiers
     async def promote(self, memory_id: str, target_tier: str | Tier, *, user_id: str) -> Memory:

@@ -136,7 +136,7 @@ async def test_a_cited_note_outranks_an_equal_never_used_one_and_five_ignores_dr
 
             # the top note was shown five times and never used: the never-used second one leads
             for _ in range(5):
-                await provider.record_ignored([ignored[top].id], user_id="u-ignored")
+                await provider.record_retrieval([ignored[top].id], user_id="u-ignored", ignored=True)
             after = await block("u-ignored")
             assert after[0] == second and after.index(top) > after.index(second)
 
@@ -165,6 +165,6 @@ async def test_use_is_bounded_and_can_be_turned_off(isolated_home: Path) -> None
         ports = await add_ports(provider)
         base = order((await recall_request(provider, off, {"user_id": U, "prompt": PROMPT}))["text"])
         for _ in range(5):
-            await provider.record_ignored([ports[base[0]].id], user_id=U)
+            await provider.record_retrieval([ports[base[0]].id], user_id=U, ignored=True)
         await record_citations(provider, U, REPLIES[base[-1]], [ports[base[-1]].id], session_id="s")
         assert order((await recall_request(provider, off, {"user_id": U, "prompt": PROMPT}))["text"]) == base

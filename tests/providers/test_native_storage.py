@@ -199,5 +199,5 @@ async def test_a_store_before_ignore_count_gains_it_and_keeps_its_counts(tmp_pat
     async with NativeProvider(db, embedder=None) as p:
         old = await p.get("m_old", user_id="sam")
         assert (old.retrieval_count, old.citation_count, old.ignore_count) == (4, 3, 0)
-        await p.record_ignored(["m_old"], user_id="sam")
+        await p.record_retrieval(["m_old"], user_id="sam", ignored=True)
         assert (await p.get("m_old", user_id="sam")).ignore_count == 1

@@ -48,7 +48,7 @@ async def test_add_get_roundtrip(provider: MemoryProvider) -> None:
 
 async def test_usage_counts_and_ignores_leave_the_memory_unreferenced(provider: MemoryProvider) -> None:
     """``record_retrieval`` counts and refreshes ``last_accessed`` (not with ``refresh=False``);
-    ``record_ignored`` only counts (``ignore_count``: shown, not used), so an ignored memory still
+    ``record_retrieval(ignored=True)`` only counts (``ignore_count``: shown, not used), so an ignored memory still
     ages toward its expiry."""
     m = await provider.add(Memory("The orders service runs on port 8443", user_id="sam"))
     await provider.record_retrieval([m.id], user_id="sam", refresh=False)
@@ -56,9 +56,9 @@ async def test_usage_counts_and_ignores_leave_the_memory_unreferenced(provider: 
     await provider.record_retrieval([m.id], user_id="sam")
     seen = await provider.get(m.id, user_id="sam")
     assert seen.retrieval_count == 2 and seen.last_accessed is not None
-    await provider.record_ignored([m.id, "m_unknown"], user_id="sam")
-    await provider.record_ignored([m.id], user_id="sam")
-    await provider.record_ignored([m.id], user_id="someone-else")  # another user's ids count nothing
+    await provider.record_retrieval([m.id, "m_unknown"], user_id="sam", ignored=True)
+    await provider.record_retrieval([m.id], user_id="sam", ignored=True)
+    await provider.record_retrieval([m.id], user_id="someone-else", ignored=True)  # another user's ids count nothing
     got = await provider.get(m.id, user_id="sam")
     assert (got.ignore_count, got.retrieval_count, got.citation_count) == (2, 2, 0)
     assert got.last_accessed == seen.last_accessed

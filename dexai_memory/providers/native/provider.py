@@ -292,14 +292,18 @@ class NativeProvider(MemoryProvider):
         return [MemoryEvent(r[0], r[1], r[2], datetime.fromisoformat(r[3]), r[4], json.loads(r[5] or "{}"))
                 for r in rows]
 
-    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True) -> None:
+    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True,
+                               ignored: bool = False) -> None:
         if not memory_ids:
+            return
+        where = f"WHERE user_id = ? AND id IN ({','.join('?' * len(memory_ids))})"
+        if ignored:  # one statement, ``updated_at`` untouched: being ignored is no reference (expiry)
+            await self.database.write(f"UPDATE memories SET ignore_count = ignore_count + 1 {where}",
+                                      [user_id, *memory_ids])
             return
         await self.database.write(
             f"UPDATE memories SET retrieval_count = retrieval_count + 1, last_accessed = "
-            f"{'?' if refresh else 'last_accessed'} WHERE user_id = ? AND id IN ({','.join('?' * len(memory_ids))})",
-            [*([ts(utcnow())] if refresh else []), user_id, *memory_ids],
-        )
+            f"{'?' if refresh else 'last_accessed'} {where}", [*([ts(utcnow())] if refresh else []), user_id, *memory_ids])
 
     async def add_links(self, links: Sequence[MemoryLink]) -> int:
         """Store links (the ``memory_links`` table); returns how many were new."""
@@ -307,14 +311,6 @@ class NativeProvider(MemoryProvider):
 
     async def links(self, memory_ids: Sequence[str], *, user_id: str) -> builtins.list[MemoryLink]:
         return await links_of(self.db, memory_ids, user_id=user_id)
-
-    async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
-        if not memory_ids:
-            return
-        # one statement, and ``updated_at`` untouched: being ignored is no reference (lifecycle expiry)
-        await self.database.write(
-            f"UPDATE memories SET ignore_count = ignore_count + 1 "
-            f"WHERE user_id = ? AND id IN ({','.join('?' * len(memory_ids))})", [user_id, *memory_ids])
 
     # ------------------------------------------------------------------ reads
     async def get(self, memory_id: str, *, user_id: str, include_deleted: bool = False) -> Memory:

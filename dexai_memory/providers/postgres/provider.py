@@ -262,18 +262,19 @@ class PostgresProvider(MemoryProvider):
                                  "WHERE memory_id = %s AND user_id = %s ORDER BY id", (memory_id, user_id))
         return [MemoryEvent(r[0], r[1], r[2], r[3], r[4], dict(r[5] or {})) for r in rows]
 
-    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True) -> None:
-        if memory_ids:
-            await self.database.fetch("UPDATE memories SET retrieval_count = retrieval_count + 1, "
-                                      "last_accessed = COALESCE(%s, last_accessed) "
-                                      "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
-                                      (utcnow() if refresh else None, user_id, builtins.list(memory_ids)))
-
-    async def record_ignored(self, memory_ids: Sequence[str], *, user_id: str) -> None:
-        if memory_ids:  # ``updated_at`` untouched: being ignored is no reference (lifecycle expiry)
+    async def record_retrieval(self, memory_ids: Sequence[str], *, user_id: str, refresh: bool = True,
+                               ignored: bool = False) -> None:
+        if not memory_ids:
+            return
+        if ignored:  # ``updated_at`` untouched: being ignored is no reference (lifecycle expiry)
             await self.database.fetch("UPDATE memories SET ignore_count = ignore_count + 1 "
                                       "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                                       (user_id, builtins.list(memory_ids)))
+            return
+        await self.database.fetch("UPDATE memories SET retrieval_count = retrieval_count + 1, "
+                                  "last_accessed = COALESCE(%s, last_accessed) "
+                                  "WHERE user_id = %s AND id = ANY(%s) RETURNING id",
+                                  (utcnow() if refresh else None, user_id, builtins.list(memory_ids)))
 
     async def add_links(self, links: Sequence[MemoryLink]) -> int:
         """Store links (the ``memory_links`` table) in one statement; returns how many were new."""
