@@ -49,6 +49,25 @@ def test_a_lasting_coding_prompt_is_kept_as_a_statement(said: str, kept: tuple[s
     assert kept in notes_of(said)
 
 
+def test_the_user_s_lines_of_a_numbered_list_are_read_one_by_one() -> None:
+    """A numbered list the user typed answers several questions at once: a short first-person line
+    ("14. I use hyper v"), a statement with a question aside, a port order and a to-do are theirs;
+    a heading-like fragment and the question lines are not notes."""
+    said = ("1.  we're auditing BitDefender  (is there a cli or local api?)\n"
+            "3.  Shared-Secret-Free\n"
+            "10. huh, explain how that happens\n"
+            "11.  anothor todo for new:  web research remote access\n"
+            "12. shut it down!  close 139, 5040, 9000.\n"
+            "13. why is port 9000 open?\n"
+            "14. I use hyper v")
+    notes = [content for _, content in notes_of(said)]
+    assert "The team is auditing BitDefender." in notes
+    assert "The user uses hyper v." in notes
+    assert "The user asked to close 139, 5040, 9000 (on 9 January 2026)." in notes
+    assert any("web research remote access" in n for n in notes)
+    assert not any("Shared-Secret" in n or "explain" in n or "why" in n.lower() for n in notes)
+
+
 @pytest.mark.parametrize("said", [
     "install via brew",             # no object: what it installs is in the turn before
     "install it again",

@@ -112,6 +112,7 @@ from .sentences import (
 )
 from .session_rules import (
     ANSWER_LEAD,
+    ASIDE_QUESTION,
     ASK_YOU,
     BEFORE_WE_START,
     CHANGE_ORDER,
@@ -374,6 +375,9 @@ class OfflineExtractor(Extractor):
         if raw.rstrip().endswith(":") or DRAWN.match(raw):
             return None  # a heading or the lead-in of a list ("Install all necessary tools:"), a drawn line
         sentence = ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True))
+        aside = ASIDE_QUESTION.match(sentence)
+        if aside is not None and len(content_words(aside.group("statement"))) >= self.min_content_words:
+            sentence = aside.group("statement").rstrip(" ,;")  # "X (is there a cli?)": X stands
         if LETS_BE.match(sentence):  # "lets be cautious and verify at each step": how to work
             sentence = upper_first(LETS_BE.sub("be", sentence))
         trailing = TRAILING_ORDER.search(sentence)
@@ -422,8 +426,10 @@ class OfflineExtractor(Extractor):
                 or ASK_YOU.match(sentence):
             return None  # thinking aloud, advice, or a request for now ("Show me the diff", "can you ...")
         first_person = bool(FIRST_PERSON.search(sentence))
-        if pasted and not first_person and not re.search(r"\b(?:we|our|us)\b", sentence, re.I):
-            return None  # a line of a pasted report or list ("Checks for unsigned binaries"), not the user's
+        if pasted and not first_person and not re.search(r"\b(?:we|our|us|to-?do)\b", sentence, re.I):
+            # a line of a pasted report or list ("Checks for unsigned binaries"), not the user's; a to-do
+            # they list is theirs
+            return None
         if not first_person:
             if VAGUE_SUBJECT.match(sentence):
                 return None  # "It works now": not a self-contained fact

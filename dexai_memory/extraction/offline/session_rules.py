@@ -56,7 +56,9 @@ ASK_YOU = re.compile(
 CHANGE_ORDER = re.compile(
     r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+|ssh\s+(?:in)?to\s+\S+\s+and\s+)*"
     r"(?:(?:uninstall|remove|disable|enable|delete|purge|move|rename|migrate|switch|replace|block|unblock|deprecate|"
-    r"drop|install|reinstall|set up|configure|config)(?:\s+and\s+(?=\w+\s))?)+\s+(?:all\s+)?(?:traces?\s+of\s+)?\S",
+    r"drop|install|reinstall|set up|configure|config)(?:\s+and\s+(?=\w+\s))?)+\s+(?:all\s+)?(?:traces?\s+of\s+)?\S"
+    # ports opened or closed for good ("close 139, 5040, 9000", "open port 8443")
+    r"|^(?:please\s+|now\s+|also\s+|then\s+|and\s+)*(?:close|open|block|unblock)\s+(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{2,5}\b",
     re.I,
 )
 #: Orders whose object is a thing to have or not have ("install gh", "disable the cellular modules"):
@@ -64,9 +66,10 @@ CHANGE_ORDER = re.compile(
 #: name something (a name, an acronym, a path).
 THING_ORDER = re.compile(
     r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+|ssh\s+(?:in)?to\s+\S+\s+and\s+)*"
-    r"(?:uninstall|remove|disable|enable|purge|install|reinstall|set up|configure|config)\b"
+    r"(?:(?:uninstall|remove|disable|enable|purge|install|reinstall|set up|configure|config)\b"
     r"(?:\s+and\s+(?:uninstall|remove|disable|enable|purge|install|reinstall)\b)?"
-    r"\s+(?!(?:it|this|that|them|these|those|via|with|from|using|again|anything|everything|something)\b)\S",
+    r"\s+(?!(?:it|this|that|them|these|those|via|with|from|using|again|anything|everything|something)\b)\S"
+    r"|(?:close|open|block|unblock)\s+(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{2,5}\b)",
     re.I,
 )
 _DECISION = re.compile(
@@ -205,6 +208,9 @@ BEFORE_WE_START = re.compile(r",?\s*before (?:we|I) (?:start|begin|get started|d
 #: An answer's lead ("yes, ...", "ok, lets ...") and "let's be ...": not part of the statement.
 ANSWER_LEAD = re.compile(r"^(?:(?:yes|yep|yeah|ok|okay|sure|right|great|good|cool|perfect|and|also|so)\b[,.!]?\s+)+(?=\S)", re.I)
 LETS_BE = re.compile(r"^let'?s\s+be\b|^lets\s+be\b", re.I)
+#: A question in parentheses after a statement ("we're auditing BitDefender (is there a cli?)"): the
+#: statement stands, the aside asks something for now.
+ASIDE_QUESTION = re.compile(r"^(?P<statement>[^()?]*\w[^()?]*?)\s*\([^()]*\?\)?[\s.]*$")
 #: A standing order after a request in one sentence ("complete the commit, always verify and run hooks"):
 #: the lead is a request (not a statement with its own subject: "We decided X must round with
 #: Decimal, never float" stays whole) and the order has a verb and its object.
