@@ -68,6 +68,16 @@ def test_the_user_s_lines_of_a_numbered_list_are_read_one_by_one() -> None:
     assert not any("Shared-Secret" in n or "explain" in n or "why" in n.lower() for n in notes)
 
 
+def test_the_user_s_setup_is_kept_like_a_fact_that_names_a_tool() -> None:
+    """"I use hyper v", "I have a second yubikey": what every later session works with, as important
+    as a fact naming a tool (6), so the next sessions' persistent context has room for it."""
+    for said in ("I use hyper v", "I have a second(mostly cloned) yubikey, should we pair it?"):
+        (note,) = OfflineExtractor().extract_sync([prompt(said)])
+        assert note.importance >= 6, note
+    (note,) = OfflineExtractor().extract_sync([prompt("I went to the store")])
+    assert note.importance == 5  # not the setup
+
+
 @pytest.mark.parametrize("said", [
     "install via brew",             # no object: what it installs is in the turn before
     "install it again",

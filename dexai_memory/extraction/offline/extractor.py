@@ -112,7 +112,6 @@ from .sentences import (
 )
 from .session_rules import (
     ANSWER_LEAD,
-    ASIDE_QUESTION,
     ASK_YOU,
     BEFORE_WE_START,
     CHANGE_ORDER,
@@ -132,7 +131,6 @@ from .session_rules import (
     REQUEST,
     RULE,
     SESSION_COMMITMENT,
-    SESSION_FLOORS,
     SESSION_MAX_IMPORTANCE,
     SESSION_PREFERENCE,
     THING_ORDER,
@@ -143,8 +141,10 @@ from .session_rules import (
     goal_body,
     instruction_body,
     session_decision,
+    session_floor,
     standing_order,
     warning_body,
+    without_aside,
 )
 
 __all__ = ["OfflineExtractor"]
@@ -374,10 +374,7 @@ class OfflineExtractor(Extractor):
         the team is theirs."""
         if raw.rstrip().endswith(":") or DRAWN.match(raw):
             return None  # a heading or the lead-in of a list ("Install all necessary tools:"), a drawn line
-        sentence = ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True))
-        aside = ASIDE_QUESTION.match(sentence)
-        if aside is not None and len(content_words(aside.group("statement"))) >= self.min_content_words:
-            sentence = aside.group("statement").rstrip(" ,;")  # "X (is there a cli?)": X stands
+        sentence = without_aside(ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True)))  # "X (a cli?)": X
         if LETS_BE.match(sentence):  # "lets be cautious and verify at each step": how to work
             sentence = upper_first(LETS_BE.sub("be", sentence))
         trailing = TRAILING_ORDER.search(sentence)
@@ -427,9 +424,7 @@ class OfflineExtractor(Extractor):
             return None  # thinking aloud, advice, or a request for now ("Show me the diff", "can you ...")
         first_person = bool(FIRST_PERSON.search(sentence))
         if pasted and not first_person and not re.search(r"\b(?:we|our|us|to-?do)\b", sentence, re.I):
-            # a line of a pasted report or list ("Checks for unsigned binaries"), not the user's; a to-do
-            # they list is theirs
-            return None
+            return None  # a line of a pasted report ("Checks for unsigned binaries"); a to-do listed is theirs
         if not first_person:
             if VAGUE_SUBJECT.match(sentence):
                 return None  # "It works now": not a self-contained fact
@@ -499,8 +494,7 @@ class OfflineExtractor(Extractor):
             # turn passed the gate already, with its context: "Emil's birthday is on 8 October.")
             return None
         importance = self._importance(note_type, verdict.score, dates, entities, sentence, False)
-        durable = {"technical", "project", "ownership", "entities", "decision"} & set(verdict.signals)
-        floor = max(floor, SESSION_FLOORS.get(note_type, 5), 6 if durable else 0)
+        floor = max(floor, session_floor(note_type, sentence, verdict.signals))
         commitment = None
         if note_type is MemoryType.COMMITMENT:
             commitment = self._commitment(note_type, content, name, None, upcoming or dates, sentence)

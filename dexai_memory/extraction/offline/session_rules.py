@@ -7,6 +7,7 @@ of note gets (see "The session's user" in :mod:`dexai_memory.extraction.offline.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 
 from ...models import MemoryType
@@ -197,6 +198,14 @@ TO_VERB = re.compile(r"\bto\s+(?!the\b|a\b|an\b|my\b|our\b|be\b)[a-z]{3,}\b")
 #: Least importance of the session user's notes by type (preferences rank with instructions).
 SESSION_FLOORS = {MemoryType.COMMITMENT: 6, MemoryType.TASK: 6, MemoryType.PREFERENCE: 7,
                   MemoryType.RELATIONSHIP: 6, MemoryType.FACT: 5, MemoryType.INSIGHT: 6, MemoryType.EVENT: 4}
+
+
+def session_floor(note_type: MemoryType, sentence: str, signals: Iterable[str]) -> int:
+    """The least importance of a statement of the session's user: its type's floor
+    (:data:`SESSION_FLOORS`), 6 when it names something durable (a tool, path, host, owner, decision:
+    the gate's signals) or states the user's setup (:data:`SETUP`)."""
+    durable = {"technical", "project", "ownership", "entities", "decision"} & set(signals)
+    return max(SESSION_FLOORS.get(note_type, 5), 6 if durable or SETUP.match(sentence) else 0)
 FRAMING = re.compile(
     r"^(?:(?:here(?:'s| is| are)|just)\s+)?(?:some|a (?:bit|little) of|a little|quick|more|a few)?\s*"
     r"(?:context|background|notes?|details?|info(?:rmation)?)\b[\w\s,'-]*$",
@@ -208,9 +217,19 @@ BEFORE_WE_START = re.compile(r",?\s*before (?:we|I) (?:start|begin|get started|d
 #: An answer's lead ("yes, ...", "ok, lets ...") and "let's be ...": not part of the statement.
 ANSWER_LEAD = re.compile(r"^(?:(?:yes|yep|yeah|ok|okay|sure|right|great|good|cool|perfect|and|also|so)\b[,.!]?\s+)+(?=\S)", re.I)
 LETS_BE = re.compile(r"^let'?s\s+be\b|^lets\s+be\b", re.I)
+#: The user's setup in their own words ("I use hyper v", "I have a second yubikey", "we run Proxmox"):
+#: a fact about the machines and tools every later session works with, kept like one that names a tool.
+SETUP = re.compile(r"^(?:I|we)(?:'re|\s+are|\s+am)?\s+(?:only\s+|also\s+|really\s+|still\s+|now\s+)?"
+                   r"(?:use|have|run|own|sign in|log in|using|running)\b", re.I)
 #: A question in parentheses after a statement ("we're auditing BitDefender (is there a cli?)"): the
 #: statement stands, the aside asks something for now.
-ASIDE_QUESTION = re.compile(r"^(?P<statement>[^()?]*\w[^()?]*?)\s*\([^()]*\?\)?[\s.]*$")
+ASIDE_QUESTION = re.compile(r"^(?P<statement>[^()?\s]+\s+[^()?\s][^()?]*?)\s*\([^()]*\?\)?[\s.]*$")
+
+
+def without_aside(sentence: str) -> str:
+    """``sentence`` without a question in parentheses at its end (:data:`ASIDE_QUESTION`)."""
+    aside = ASIDE_QUESTION.match(sentence)
+    return aside.group("statement").rstrip(" ,;") if aside else sentence
 #: A standing order after a request in one sentence ("complete the commit, always verify and run hooks"):
 #: the lead is a request (not a statement with its own subject: "We decided X must round with
 #: Decimal, never float" stays whole) and the order has a verb and its object.
