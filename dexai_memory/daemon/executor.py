@@ -100,7 +100,8 @@ logger = logging.getLogger(__name__)
 
 #: Session state key: the session's block (SessionStart's, or the first prompt's) was injected.
 STARTED = "started"
-#: Session state key: when the session's block was injected (what the user says later: recall.standing).
+#: Session state key: when the session's first block was injected (what the user says later:
+#: recall.standing; after a compaction, what the new block left out of it is offered again).
 BLOCK_AT = "block_at"
 #: Our own memory tools (plugin MCP server, Agent SDK server): their results are memory already.
 OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
@@ -267,7 +268,7 @@ class EventExecutor:
             def after() -> None:
                 from .prefetch_items import clear_state
 
-                remember_injected(settings, sid, ids, reset=True, extra={BLOCK_AT: time.time()})
+                remember_injected(settings, sid, ids, reset=True)
                 clear_marker(settings, sid)
                 clear_state(settings, sid)  # what was prefetched went with the compacted context
 
@@ -333,8 +334,7 @@ class EventExecutor:
             text, ids, reset = result.text, [*started, *result.memory_ids], False
 
         def after() -> None:
-            # BLOCK_AT when this prompt's block is the session's block
-            new = {BLOCK_AT: time.time()} if reset or not state.get(STARTED) else {}
+            new = {} if state.get(STARTED) else {BLOCK_AT: time.time()}  # this block is the session's
             remember_injected(settings, sid, ids, reset=reset, extra={STARTED: True, **new})
             if marker is not None:
                 clear_marker(settings, sid)
