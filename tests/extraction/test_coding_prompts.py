@@ -44,6 +44,11 @@ def notes_of(text: str) -> list[tuple[str, str]]:
      ("PREFERENCE", "The user only wants one version of you, preferably brew.")),
     ("I dont want unlock to be only a alphanum password",
      ("PREFERENCE", "The user doesn't want unlock to be only a alphanum password.")),
+    # the plan after a request is the user's; the request is for now
+    ("add the research context to the plan and we'll start fresh", ("COMMITMENT", "The team will start fresh.")),
+    # how to configure something a given way: the way is what the user wants of it
+    ("how do we configure MacOS login and sudo to be passwordless(except for filevault)?",
+     ("FACT", "The user wants MacOS login and sudo to be passwordless(except for filevault).")),
 ])
 def test_a_lasting_coding_prompt_is_kept_as_a_statement(said: str, kept: tuple[str, str]) -> None:
     assert kept in notes_of(said)
@@ -79,6 +84,8 @@ def test_the_user_s_setup_is_kept_like_a_fact_that_names_a_tool() -> None:
 
 
 @pytest.mark.parametrize("said", [
+    "how do I fix this?",           # a how-to question that wants nothing configured
+    "how do we get the tests to pass?",
     "install via brew",             # no object: what it installs is in the turn before
     "install it again",
     "⏺ Ran 1 stop hook.",           # a line Claude Code drew, pasted back

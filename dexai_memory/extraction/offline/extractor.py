@@ -143,8 +143,8 @@ from .session_rules import (
     session_decision,
     session_floor,
     standing_order,
+    statement_part,
     warning_body,
-    without_aside,
 )
 
 __all__ = ["OfflineExtractor"]
@@ -374,7 +374,7 @@ class OfflineExtractor(Extractor):
         the team is theirs."""
         if raw.rstrip().endswith(":") or DRAWN.match(raw):
             return None  # a heading or the lead-in of a list ("Install all necessary tools:"), a drawn line
-        sentence = without_aside(ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True)))  # "X (a cli?)": X
+        sentence = statement_part(ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True)))  # "X (a cli?)": X
         if LETS_BE.match(sentence):  # "lets be cautious and verify at each step": how to work
             sentence = upper_first(LETS_BE.sub("be", sentence))
         trailing = TRAILING_ORDER.search(sentence)

@@ -226,8 +226,26 @@ SETUP = re.compile(r"^(?:I|we)(?:'re|\s+are|\s+am)?\s+(?:only\s+|also\s+|really\
 ASIDE_QUESTION = re.compile(r"^(?P<statement>[^()?\s]+\s+[^()?\s][^()?]*?)\s*\([^()]*\?\)?[\s.]*$")
 
 
-def without_aside(sentence: str) -> str:
-    """``sentence`` without a question in parentheses at its end (:data:`ASIDE_QUESTION`)."""
+#: A request followed by the plan it leads to ("add the research to the plan and we'll start fresh"):
+#: the request is for now, the plan is the user's.
+TRAILING_PLAN = re.compile(r"^(?!(?:we|i|i'm|we're|it|this|that|they|you)\b)[^,;?]+?\s+(?:and|then)\s+"
+                           r"(?P<plan>(?:we|I)(?:'ll|\s+will)\s+\w+(?:\s+\S+)*?)[.!]*$", re.I)
+#: A question asking how to configure something a given way ("how do we configure MacOS login and
+#: sudo to be passwordless?"): the way is what the user wants of it.
+HOW_CONFIGURE = re.compile(r"^how\s+(?:do|can|could|should|would)\s+(?:we|i|you)\s+(?:configure|config|set\s*up)\s+"
+                           r"(?P<what>.+?)\s+to\s+(?P<way>(?:be\s+)?\w.*?)\s*\?*$", re.I)
+
+
+def statement_part(sentence: str) -> str:
+    """What of ``sentence`` the user states: without a question in parentheses at its end
+    (:data:`ASIDE_QUESTION`), the plan after a request (:data:`TRAILING_PLAN`), or the way a how-to
+    question wants something configured (:data:`HOW_CONFIGURE`: "I want X to be Y")."""
+    how = HOW_CONFIGURE.match(sentence)
+    if how is not None:
+        return f"I want {how.group('what')} to {how.group('way')}"
+    plan = TRAILING_PLAN.match(sentence)
+    if plan is not None:
+        return upper_first(plan.group("plan"))
     aside = ASIDE_QUESTION.match(sentence)
     return aside.group("statement").rstrip(" ,;") if aside else sentence
 #: A standing order after a request in one sentence ("complete the commit, always verify and run hooks"):
