@@ -12,7 +12,7 @@ conversation no longer holds (:class:`~.ranking.VisibleContext`: while the user'
 in the last messages it is not repeated).
 
 Priority, as in the persistent context: the project first (instructions, warnings, the goal,
-facts and decisions), then preferences; what the user says of themselves as a person (the
+facts and decisions, then the plans and to-dos the user set), then preferences; what the user says of themselves as a person (the
 "person" category) only on a personal prompt. At most :data:`MAX_NEW` a prompt, newest last
 (the rest follow with the next prompts).
 """
@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..models import Memory, SearchFilters
+from ..models import Memory, MemoryType, SearchFilters
 from .block import always_on
-from .persistent import TYPES, persistent_category
+from .persistent import TYPES, is_open, persistent_category
 
 if TYPE_CHECKING:
     from ..limits import PersistentContextConfig
@@ -37,8 +37,20 @@ MAX_NEW = 5
 #: a statement the user made of themselves in this session ("I have a second yubikey", importance 5)
 #: is worth one showing.
 MIN_IMPORTANCE = 5
-#: Categories in the order they are shown: the project, then preferences, then the person.
-ORDER = ("instruction", "warning", "goal", "project_fact", "insight", "preference", "person")
+#: Categories in the order they are shown: the project (with the plans and to-dos the user set), then
+#: preferences, then the person.
+ORDER = ("instruction", "warning", "goal", "project_fact", "commitment", "insight", "preference", "person")
+#: Types read: the persistent context's, and to-dos.
+READ_TYPES = (*TYPES, MemoryType.TASK)
+
+
+def category(m: Memory) -> str | None:
+    """``m``'s category here: its persistent-context one, or "commitment" for an open plan or to-do
+    the user set ("The team will start fresh.", "Add a todo: web research remote access")."""
+    cat = persistent_category(m)
+    if cat is None and m.type in (MemoryType.COMMITMENT, MemoryType.TASK) and is_open(m):
+        return "commitment"
+    return cat
 
 
 def pick_new(memories: Sequence[Memory], cfg: PersistentContextConfig, *, exclude: set[str],
@@ -50,7 +62,7 @@ def pick_new(memories: Sequence[Memory], cfg: PersistentContextConfig, *, exclud
     project first, then preferences, oldest first within a category; at most ``limit``."""
     picked: list[tuple[int, float, Memory]] = []
     for m in {m.id: m for m in memories}.values():
-        cat = persistent_category(m)
+        cat = category(m)
         if cat is None or (cat == "person" and not personal) or m.id in exclude:
             continue
         if not (m.is_valid and m.confidence >= cfg.min_confidence and m.importance >= MIN_IMPORTANCE
@@ -70,5 +82,5 @@ async def new_standing(provider: RecallSource, user_id: str, cfg: PersistentCont
     if not cfg.enabled:
         return []
     memories = await provider.list(user_id=user_id, filters=SearchFilters(
-        project=project, types=TYPES, created_after=since, min_importance=MIN_IMPORTANCE), limit=100)
+        project=project, types=READ_TYPES, created_after=since, min_importance=MIN_IMPORTANCE), limit=100)
     return pick_new(memories, cfg, exclude=exclude, shown=shown, personal=personal)

@@ -84,14 +84,18 @@ def _memory(content: str, *, type_: MemoryType = MemoryType.FACT, category: str 
 
 
 def test_the_project_comes_first_and_the_person_only_on_a_personal_prompt() -> None:
+    """Instructions and facts, then the plans the user set, then preferences; the person on a personal
+    prompt only; nothing already shown, nothing under importance 5."""
     cfg = PersistentContextConfig()
     person = _memory("The user's sister is called Ana.", type_=MemoryType.RELATIONSHIP)
     taste = _memory("The user prefers dark themes.", type_=MemoryType.PREFERENCE)
     rule = _memory("Never commit without signing.", type_=MemoryType.INSIGHT, category="instruction", importance=8)
     fact = _memory("The user uses hyper v.", importance=5)
     minor = _memory("The user saw a warning.", importance=3)
-    picked = pick_new([person, taste, rule, fact, minor], cfg, exclude=set(), shown=lambda m: False, personal=False)
-    assert picked == [rule, fact, taste]
+    plan = _memory("The team will start fresh.", type_=MemoryType.COMMITMENT, importance=7)
+    picked = pick_new([person, taste, plan, rule, fact, minor], cfg, exclude=set(), shown=lambda m: False,
+                      personal=False)
+    assert picked == [rule, fact, plan, taste]
     assert person in pick_new([person], cfg, exclude=set(), shown=lambda m: False, personal=True)
     assert pick_new([rule], cfg, exclude={rule.id}, shown=lambda m: False, personal=False) == []
 
