@@ -12,7 +12,10 @@ fire the plugin's hooks:
   in the log (``/compact``, a compact summary), and every :data:`COMPACT_EVERY` prompts of a
   session that never compacts: ``PreCompact`` then ``SessionStart`` (``compact``);
 * at the end of the session: ``Stop``, ``SessionEnd``; then the queue is left to drain (time
-  passes between two sessions).
+  passes between two sessions);
+* a typed prompt the log shows :data:`PAUSE_SECONDS` or more after the entry before it waits for
+  the queue to drain (the user took that long; the daemon extracted the ended turn meanwhile). The
+  replay runs hours in minutes, so the queue's batch window is :data:`REPLAY_FLUSH_SECONDS`.
 
 Every hook runs the command hooks.json gives (``sh -c``, ``CLAUDE_PLUGIN_ROOT`` = this
 checkout), with the transcript so far as ``transcript_path``; the first ``SessionStart``
@@ -56,6 +59,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,14 @@ CORPUS = BENCH_DIR / "data" / "real_sessions"
 USER = "real-sessions"
 #: Prompts of a session that never compacts after which a compaction is replayed.
 COMPACT_EVERY = 40
+#: A typed prompt this long after the entry before it (the log's timestamps) waits for the extraction
+#: queue to drain first: in the session the user took that long, and the daemon extracted the turn
+#: that had ended meanwhile; replayed hook after hook, it would still be queued.
+PAUSE_SECONDS = 10.0
+#: The queue's batch window in the replay (``extraction.flush_interval_seconds``, 5 s by default):
+#: the replay runs the log's hours in minutes, so its window shrinks alike; batches, extractor and
+#: every other setting are the product's.
+REPLAY_FLUSH_SECONDS = 0.5
 SAMPLE = 60
 #: Memory types recall never shows in a block (an episode lists the session's prompts, a snapshot the
 #: task at compaction): an item found only there is stored, not stored as a note.
@@ -177,6 +189,17 @@ def assistant_parts(entry: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(t for t in text if t.strip()), uses
 
 
+def logged_at(entry: dict[str, Any]) -> float | None:
+    """The entry's timestamp in the log (seconds since the epoch), None when it has none."""
+    stamp = entry.get("timestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def matches(text: str, alternatives: Sequence[Sequence[str]]) -> bool:
     low = text.lower()
     return any(all(term.lower() in low for term in alt) for alt in alternatives)
@@ -215,6 +238,12 @@ class Plugin:
                 self.waited_ms.append((time.perf_counter() - t0) * 1000)
             added.append(context_of(proc.stdout))
         return "\n".join(a for a in added if a)
+
+    def configure(self) -> None:
+        """The data directory's ``memory.yaml``: the replay's batch window (:data:`REPLAY_FLUSH_SECONDS`)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "memory.yaml").write_text(
+            f"extraction:\n  flush_interval_seconds: {REPLAY_FLUSH_SECONDS}\n", encoding="utf-8")
 
     def drain(self, timeout: float = 300.0) -> None:
         if not queue_drained(self.home, timeout):
@@ -281,6 +310,8 @@ class Figures:
     none_injected: list[dict[str, Any]] = field(default_factory=list)
     needs: list[dict[str, Any]] = field(default_factory=list)
     compactions: int = 0
+    #: Typed prompts replayed after the queue drained (the log shows a pause before them).
+    pauses: int = 0
 
 
 def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figures: Figures, cwd: Path) -> None:
@@ -299,6 +330,7 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
     earlier: list[str] = []  # the prompt blocks injected since the session's block: still in the conversation
     tool_uses: dict[str, dict[str, Any]] = {}
     last_reply, open_turn, since_compact, just_compacted = "", False, 0, False
+    last_at: float | None = None  # the log's time of the entry before this one
     with transcript.open("w", encoding="utf-8") as out:
         for number, raw in enumerate(lines, 1):
             out.write(raw + "\n")
@@ -309,6 +341,8 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
                 continue
             if not isinstance(entry, dict):
                 continue
+            at, before = logged_at(entry), last_at
+            last_at = at if at is not None else last_at
             text, uses = assistant_parts(entry)
             if text.strip():
                 last_reply = text
@@ -336,6 +370,9 @@ def replay_session(plugin: Plugin, session: dict[str, Any], labels: Labels, figu
                 continue
             if open_turn:
                 plugin.fire("Stop", {**base, "stop_hook_active": False, "last_assistant_message": last_reply})
+            if at is not None and before is not None and at - before >= PAUSE_SECONDS:
+                plugin.drain(60.0)  # the user took a while: what was queued meanwhile is extracted
+                figures.pauses += 1
             last_reply, open_turn = "", True
             since_compact += 1
             figures.prompts += 1
@@ -392,6 +429,7 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
     return {
         "summary": {
             "sessions": figures.sessions, "prompts": figures.prompts, "compactions": figures.compactions,
+            "prompts_after_a_pause": figures.pauses,
             "needs": len(needs), "items": len({x["item"] for x in needs}),
             "needs_stored_pct": round(100 * sum(x["stored"] for x in needs) / n, 1),
             "items_stored_pct": round(100 * len(items_stored) / max(1, len({x['item'] for x in needs})), 1),
@@ -433,6 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     tmp = Path(tempfile.mkdtemp(prefix="dexai-real-"))
     plugin = Plugin(home=tmp / "home", tmp=tmp)
+    plugin.configure()
     figures = Figures()
     t0 = time.monotonic()
     try:

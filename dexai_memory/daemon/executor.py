@@ -46,14 +46,20 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import DexaiMemoryError
 from ..limits import clip_strings
 from ..models import Turn, utcnow
 from ..recall.ranking import RecallResult, auto_recall
+from ..recall.reinjection import (
+    MAX_COMPACT_INSTRUCTIONS,
+    reinjection_query,
+    with_compact_instructions,
+)
 from .actions import HookActions
 from .catch_up import TranscriptPrompt, missing_prompts, prompt_key, prompt_text, transcript_prompts
 from .event import HookEvent, empty_answer
@@ -96,6 +102,9 @@ logger = logging.getLogger(__name__)
 
 #: Session state key: the session's block (SessionStart's, or the first prompt's) was injected.
 STARTED = "started"
+#: Session state key: when the session's first block was injected (what the user says later:
+#: recall.standing; after a compaction, what the new block left out of it is offered again).
+BLOCK_AT = "block_at"
 #: Our own memory tools (plugin MCP server, Agent SDK server): their results are memory already.
 OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
 
@@ -103,35 +112,6 @@ OWN_TOOL_PREFIXES = ("mcp__plugin_dexai-memory_", "mcp__dexai_memory__")
 def context_output(event: str, text: str) -> dict[str, Any]:
     """A hook answer that adds ``text`` to the model's context ({} when there is nothing)."""
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}
-
-
-def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
-    """The relevant section's query after compaction: the last user prompts kept in the
-    compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
-    from ..recall.reinjection import recall_query
-
-    prompts = [str(p) for p in marker.get("recent_prompts") or []] \
-        or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
-    if prompt:
-        prompts.append(prompt)
-    return recall_query(prompts, marker.get("snapshot")) or None
-
-
-#: Most characters of the user's ``/compact`` instructions kept in the marker and re-injected.
-MAX_COMPACT_INSTRUCTIONS = 2000
-
-
-def with_compact_instructions(text: str, marker: dict[str, Any]) -> str:
-    """The re-injected block ``text`` followed by the instructions the user gave with ``/compact``
-    (PreCompact's ``custom_instructions``, kept in the marker), quoted in their own fence."""
-    from ..recall.render import fenced
-
-    instructions = " ".join(str(marker.get("custom_instructions") or "").split())
-    if not instructions:
-        return text
-    quoted = fenced([instructions], preamble="The user compacted this conversation with these instructions "
-                                             "(their words, from this session):")
-    return "\n\n".join(t for t in (text, quoted) if t)
 
 
 class Host(Protocol):
@@ -207,14 +187,16 @@ class EventExecutor:
 
     async def recall(self, *, user_id: str, prompt: str, recent: Sequence[str] = (), project: str | None = None,
                      exclude_ids: Sequence[str] = (), max_memories: int | None = None,
-                     max_tokens: int | None = None, as_of: datetime | None = None) -> RecallResult:
+                     max_tokens: int | None = None, as_of: datetime | None = None,
+                     since: datetime | None = None) -> RecallResult:
         """What auto-recall injects for ``prompt``: the UserPromptSubmit hook, ``dexai memory
         recall``, the MCP ``recall`` tool and the panel's API all call this. ``max_memories`` / ``max_tokens``
-        override ``auto_recall``'s settings for one call; ``as_of``: a look back (not a retrieval)."""
+        override ``auto_recall``'s settings for one call; ``as_of``: a look back (not a retrieval);
+        ``since``: when the session's block was injected (its standing knowledge stored later joins)."""
         await self.vectors_ready()
         result = await auto_recall(self.daemon.provider, user_id, prompt, recent, self.settings, project=project,
                                    exclude_ids=exclude_ids, max_memories=max_memories, max_tokens=max_tokens,
-                                   as_of=as_of, now=as_of)
+                                   as_of=as_of, now=as_of, since=since)
         if result.memories and as_of is None:
             self.daemon.spawn(self.daemon.provider.record_retrieval(result.memory_ids, user_id=user_id),
                               "record-retrieval")
@@ -303,8 +285,8 @@ class EventExecutor:
             if set(ids) <= set(seen):
                 await asyncio.to_thread(remember_injected, settings, sid, [], extra={STARTED: True})
                 return {}  # everything in it is still in the resumed conversation
-        await asyncio.to_thread(lambda: remember_injected(settings, sid, ids, reset=source != "resume",
-                                                          extra={STARTED: True}))
+        extra = {STARTED: True, **({} if source == "resume" else {BLOCK_AT: time.time()})}
+        await asyncio.to_thread(lambda: remember_injected(settings, sid, ids, reset=source != "resume", extra=extra))
         return context_output("SessionStart", "\n\n".join(t for t in (block.text, offer) if t))
 
     async def on_user_prompt(self, event: HookEvent) -> dict[str, Any]:
@@ -347,13 +329,16 @@ class EventExecutor:
                 # timed out, or the agent has no SessionStart hook): its block comes with this prompt
                 block = await self.actions.l1(user_id=event.user_id, project=event.project, session_id=sid)
                 start, started = block.text, [m.id for m in block.memories]
+            block_at = state.get(BLOCK_AT) if state.get(STARTED) else time.time()
             result = await self.recall(user_id=event.user_id, prompt=prompt, recent=recent, project=event.project,
-                                       exclude_ids=[*(str(i) for i in state.get("injected") or []), *started])
+                                       exclude_ids=[*(str(i) for i in state.get("injected") or []), *started],
+                                       since=datetime.fromtimestamp(float(block_at), UTC) if block_at else None)
             # ``shown``: the recall block, which the reply to this prompt uses or ignores
             text, ids, reset, shown = result.text, [*started, *result.memory_ids], False, result.memory_ids
 
         def after() -> None:
-            remember_injected(settings, sid, ids, reset=reset, extra={STARTED: True}, awaiting=shown)
+            new = {} if state.get(STARTED) else {BLOCK_AT: time.time()}  # this block is the session's
+            remember_injected(settings, sid, ids, reset=reset, extra={STARTED: True, **new}, awaiting=shown)
             if marker is not None:
                 clear_marker(settings, sid)
 

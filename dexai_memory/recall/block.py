@@ -139,6 +139,9 @@ class BlockInputs:
     scores: dict[str, float] = field(default_factory=dict)
     #: For a memory's id, the current memories it is in an open contradiction with (:func:`open_conflicts`).
     conflicts: dict[str, tuple[Memory, ...]] = field(default_factory=dict)
+    #: Whether each relevant line says the day it was said (:func:`said_line`: a prompt's block in a
+    #: session, where "the user asked to install gh" reads differently a day or a month later).
+    said: bool = False
 
 
 _YEAR = re.compile(r"\b(?:1[89]|2[01])\d\d\b")
@@ -174,6 +177,12 @@ def memory_line(m: Memory) -> str:
     when = m.metadata.get("event_date") if m.metadata else None
     when = neutralise(str(when)) if when else None
     return f"- {text} ({when})" if when and str(when) not in text and not _YEAR.search(text) else f"- {text}"
+
+
+def said_line(m: Memory) -> str:
+    """:func:`memory_line` followed by the day ``m`` was said, unless its text already gives a year."""
+    line = memory_line(m)
+    return line if _YEAR.search(line) else f"{line} (said {said_on(m)})"
 
 
 #: How a memory in an open contradiction is marked in the block.
@@ -314,7 +323,8 @@ def compose_block(inputs: BlockInputs, *, budgets: tuple[int, int, int, int] = D
     session = fresh(inputs.session)
     parts = [
         _fit("profile", rows(profile, lambda m: f"- {display_text(m)}"), p_budget, inputs.scores, companions),
-        _fit("relevant", rows(relevant, memory_line), r_budget, inputs.scores, companions),
+        _fit("relevant", rows(relevant, said_line if inputs.said else memory_line), r_budget, inputs.scores,
+             companions),
         _fit("commitments", rows(commitments, lambda m: commitment_line(m, now)), c_budget, inputs.scores,
              companions),
         _fit("session", [(m, f"- {neutralise(m.content)}") for m in session], s_budget, inputs.scores),

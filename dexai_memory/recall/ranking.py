@@ -72,6 +72,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ..models import Memory, MemoryType, SearchFilters, SearchResult, as_utc, utcnow
+from ..text.output import output_line, prose_lines
 from ..text.tokens import count_tokens
 from ..text.words import REQUEST_WORDS, STOP_WORDS, content_words, split_words
 from .block import (
@@ -102,6 +103,9 @@ BUDGET_MODE_FLOOR = 0.15
 #: the last messages, which in a coding session hold tool output): a clear match only, "cosine >=
 #: 0.34, or two distinct content words shared" (see the module docstring).
 CONTINUATION_FLOOR = 0.6
+#: Content words a prompt needs before the standing knowledge new to the session joins its block: a
+#: task ("can we config touch id to approve sudo"), not a reply ("verify", "2", "try again").
+STANDING_MIN_TERMS = 3
 #: Weights of the final ranking score.
 W_RELEVANCE, W_RANK, W_IMPORTANCE, W_RECENCY = 0.70, 0.15, 0.10, 0.05
 #: The same for budget mode: the provider's fused rank leads (the thresholded relevance saturates
@@ -214,6 +218,21 @@ def needs_recall(prompt: str, recent: Sequence[str], *, skip_on_continuation: bo
         if overlap < 0.2:
             return True, "topic shift"
     return False, "continuation"
+
+
+_FENCED = re.compile(r"(?:```|~~~).*?(?:```|~~~|$)", re.S)
+
+
+def prompt_query(prompt: str) -> str:
+    """What recall searches with for ``prompt``: the words the user wrote, without what they pasted
+    (fenced blocks, indented lines, log and code lines, listings: :func:`~dexai_memory.text.output.
+    prose_lines`), so a paste does not drown the sentence around it; the prompt itself when nothing
+    else is left (a prompt that is only an error message searches with it)."""
+    text = _FENCED.sub("\n", prompt)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("    ", "\t"))
+             and not output_line(ln)]
+    prose = prose_lines("\n".join(lines)).strip()
+    return prose if content_terms(prose) else prompt
 
 
 def lexical_relevance(query_terms: Sequence[str], content: str) -> float:
@@ -367,15 +386,16 @@ def rank(results: Sequence[SearchResult], query: str, *, now: datetime | None = 
 def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: VisibleContext | None = None,
            max_memories: int | None = None, max_tokens: int, section_budget: int | None = None,
            now: datetime | None = None, distinct_sources: bool = False,
-           conflicts: dict[str, tuple[Memory, ...]] | None = None) -> tuple[L1Block, tuple[RecalledMemory, ...]]:
+           conflicts: dict[str, tuple[Memory, ...]] | None = None,
+           said: bool = False) -> tuple[L1Block, tuple[RecalledMemory, ...]]:
     """Filter ranked memories and render the 'Relevant' block within the budgets.
 
     With ``distinct_sources``, a memory whose source turns are all behind
     memories ranked above it is skipped (a turn's raw transcript and the notes
     taken from it say the same thing: show the best-ranked one, and spend
     the budget on other turns). ``conflicts`` (:func:`~.block.open_conflicts`) shows the other side
-    of an open contradiction beside a chosen memory. Returns the block and exactly the memories
-    that made it into the text.
+    of an open contradiction beside a chosen memory; ``said`` dates each line (:func:`~.block.said_line`).
+    Returns the block and exactly the memories that made it into the text.
     """
     chosen: list[RecalledMemory] = []
     covered: set[str] = set()
@@ -395,7 +415,7 @@ def select(ranked: Sequence[RecalledMemory], *, threshold: float, visible: Visib
     budget = section_budget if section_budget is not None else max_tokens - FENCE_TOKENS
     budgets = (0, max(count_tokens(SECTION_TITLES["relevant"]) + 1, budget), 0, 0)
     inputs = BlockInputs(relevant=[r.memory for r in chosen], scores={r.memory.id: r.score for r in chosen},
-                         conflicts=conflicts or {})
+                         conflicts=conflicts or {}, said=said)
     block = compose_block(inputs, budgets=budgets, max_tokens=max_tokens, now=now)
     by_id = {r.memory.id: r for r in chosen}
     return block, tuple(by_id[m.id] for m in block.memories)
@@ -428,7 +448,7 @@ async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent:
                       settings: Settings, *, project: str | None = None, exclude_ids: Iterable[str] = (),
                       max_memories: int | None = None, max_tokens: int | None = None,
                       now: datetime | None = None, record_retrieval: bool = False,
-                      as_of: datetime | None = None) -> RecallResult:
+                      as_of: datetime | None = None, since: datetime | None = None) -> RecallResult:
     """What to inject for ``prompt`` given the ``recent`` conversation (see the module docstring):
     the one recall behind every door (the UserPromptSubmit hook, ``dexai memory recall``, the
     MCP ``recall`` tool, the panel's API).
@@ -441,7 +461,10 @@ async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent:
     (``disabled``, ``continuation``, ``no results``, ``below threshold``, ...). Provider
     errors propagate (the door turns them into a no-op). ``record_retrieval`` counts the
     injected memories as retrieved (the daemon does it after answering instead). ``as_of``:
-    recall among what was valid at that time (:func:`recall_block`).
+    recall among what was valid at that time (:func:`recall_block`). ``since`` (a session's calls:
+    when the session's block was injected) adds the standing knowledge stored since then that the
+    session has not been shown (:mod:`.standing`) ahead of what the search found. The search uses
+    the prompt's own words (:func:`prompt_query`).
     """
     t0 = time.perf_counter()
     cfg = settings.auto_recall
@@ -456,9 +479,25 @@ async def auto_recall(provider: RecallSource, user_id: str, prompt: str, recent:
         go, floor = True, max(floor, CONTINUATION_FLOOR)
     if not go:
         return RecallResult(skipped_reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
-    result = await recall_block(provider, user_id, prompt, settings, project=project, max_memories=limit,
+    query = prompt_query(prompt)
+    exclude = set(exclude_ids)
+    standing: list[Memory] = []
+    if since is not None and as_of is None and len(content_terms(query)) >= STANDING_MIN_TERMS:
+        from .standing import new_standing
+
+        seen = VisibleContext(recent)
+        standing = await new_standing(provider, user_id, settings.persistent_context, since=since, project=project,
+                                      exclude=exclude, shown=seen.holds, personal=bool(_PERSONAL.search(prompt)))
+    result = await recall_block(provider, user_id, query, settings, project=project, max_memories=limit,
                                 max_tokens=max_tokens or cfg.max_tokens, threshold=floor,
-                                recent=recent, exclude_ids=exclude_ids, now=now, as_of=as_of)
+                                recent=recent, exclude_ids=exclude | {m.id for m in standing}, now=now, as_of=as_of,
+                                said=True)
+    if standing:
+        first = [RecalledMemory(m, 1.0, 1.0) for m in standing]
+        block, mems = select([*first, *result.memories], threshold=0.0, max_memories=limit + len(first),
+                             max_tokens=max_tokens or cfg.max_tokens, now=now, said=True)
+        result = dataclasses.replace(result, text=block.text, tokens=block.tokens, memories=mems, block=block,
+                                     skipped_reason=None if mems else result.skipped_reason)
     if record_retrieval and result.memories:
         await cast("MemoryProvider", provider).record_retrieval(result.memory_ids, user_id=user_id)
     return dataclasses.replace(result, reason=why, latency_ms=(time.perf_counter() - t0) * 1000)
@@ -468,7 +507,8 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
                        project: str | None = None, max_memories: int | None = None,
                        max_tokens: int | None = None, threshold: float | None = None,
                        recent: Sequence[str] = (), exclude_ids: Iterable[str] = (), pool: int | None = None,
-                       now: datetime | None = None, as_of: datetime | None = None) -> RecallResult:
+                       now: datetime | None = None, as_of: datetime | None = None,
+                       said: bool = False) -> RecallResult:
     """Explicit recall for ``query``: the block and exactly the memories in it.
 
     Budget mode by default: memories are added best first while they fit
@@ -487,7 +527,7 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
     look back). ``pool`` defaults to
     :data:`BUDGET_POOL` candidates. ``as_of`` searches what was valid at that time instead of
     what is current (superseded and archived memories whose validity window holds it, as
-    ``dexai memory list/search --as-of``).
+    ``dexai memory list/search --as-of``). ``said`` dates each line (auto-recall's block).
     """
     t0 = time.perf_counter()
     limit = max_tokens or settings.auto_recall.max_tokens
@@ -504,7 +544,7 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
         ranked = await with_links(provider, user_id, ranked, floor=floor, project=project)
     conflicts = await open_conflicts(provider, user_id, [r.memory for r in ranked])
     block, mems = select(ranked, threshold=floor, visible=visible, max_memories=max_memories,
-                         max_tokens=limit, now=now, distinct_sources=True, conflicts=conflicts)
+                         max_tokens=limit, now=now, distinct_sources=True, conflicts=conflicts, said=said)
     reason = None if mems else ("no results" if not results else
                                 "below threshold" if all(r.relevance < floor for r in ranked) else "already visible")
     return RecallResult(block.text, block.tokens, mems, reason, (time.perf_counter() - t0) * 1000, "query", block)
@@ -512,8 +552,9 @@ async def recall_block(provider: RecallSource, user_id: str, query: str, setting
 
 def recall_args(req: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of a ``recall`` request (``user_id, prompt, project?, recent?,
-    exclude_ids?, max_memories?, max_tokens?, as_of?``), as :func:`auto_recall` and the daemon's
-    executor take them; ``as_of`` is an ISO date/time (recall among what was valid then). Raises
+    exclude_ids?, max_memories?, max_tokens?, as_of?, since?``), as :func:`auto_recall` and the daemon's
+    executor take them; ``as_of`` is an ISO date/time (recall among what was valid then), ``since``
+    one too (a session's block was injected then: the standing knowledge stored later joins). Raises
     :class:`KeyError` without ``user_id``."""
     def number(key: str) -> int | None:
         value = req.get(key)
@@ -523,7 +564,7 @@ def recall_args(req: dict[str, Any]) -> dict[str, Any]:
             "recent": [str(t) for t in req.get("recent") or []], "project": req.get("project") or None,
             "exclude_ids": [str(i) for i in req.get("exclude_ids") or []],
             "max_memories": number("max_memories"), "max_tokens": number("max_tokens"),
-            "as_of": as_utc(req.get("as_of"))}
+            "as_of": as_utc(req.get("as_of")), "since": as_utc(req.get("since"))}
 
 
 async def recall_request(provider: RecallSource, settings: Settings, req: dict[str, Any]) -> dict[str, Any]:

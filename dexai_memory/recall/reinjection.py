@@ -337,3 +337,28 @@ async def l1_block(provider: RecallSource, user_id: str, settings: Settings, *, 
     total = (max_tokens or sum(budgets_of(cfg)) + FENCE_TOKENS) + head.tokens
     return compose_block(inputs, budgets=budgets_of(cfg), max_tokens=total, now=now, head=head.lines,
                          head_items=head.items)
+
+
+def reinjection_query(marker: dict[str, Any], session: dict[str, Any], prompt: str | None = None) -> str | None:
+    """The relevant section's query after compaction: the last user prompts kept in the
+    compaction ``marker`` (or the session's last prompt), ``prompt``, and the snapshot."""
+    prompts = [str(p) for p in marker.get("recent_prompts") or []] \
+        or [str(p) for p in (marker.get("last_prompt"), session.get("last_prompt")) if p][:1]
+    if prompt:
+        prompts.append(prompt)
+    return recall_query(prompts, marker.get("snapshot")) or None
+
+
+#: Most characters of the user's ``/compact`` instructions kept in the marker and re-injected.
+MAX_COMPACT_INSTRUCTIONS = 2000
+
+
+def with_compact_instructions(text: str, marker: dict[str, Any]) -> str:
+    """The re-injected block ``text`` followed by the instructions the user gave with ``/compact``
+    (PreCompact's ``custom_instructions``, kept in the marker), quoted in their own fence."""
+    instructions = " ".join(str(marker.get("custom_instructions") or "").split())
+    if not instructions:
+        return text
+    quoted = fenced([instructions], preamble="The user compacted this conversation with these instructions "
+                                             "(their words, from this session):")
+    return "\n\n".join(t for t in (text, quoted) if t)

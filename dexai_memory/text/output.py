@@ -44,6 +44,11 @@ OUTPUT_LINE = re.compile(
 _LABEL_LINE = re.compile(
     r"""^\s*(?:\#{1,6}\s|\*\*[^*]+\*\*:?\s*$|[^a-z]*$|[\w /&()-]{1,40}:\s*\S{0,24}\s*$|\d+\s*[:.)]\s+[/~\\[A-Z]|"""
     r"""[│|┃╭╰├└=]{2,}|[│|┃╭╰├└])""")
+#: A person speaking of themselves: "I use hyper v", "I'm on the Max plan" (a line of a numbered
+#: list the user typed, not a listing entry, however short).
+_FIRST_PERSON = re.compile(r"(?:^|[\s(,;:])I(?:'m|'ve|'d|\s+am|\s+have|\s+(?:only|really|always|never|also|still)?\s*[a-z]{2,})\b")
+#: The number of an entry of a numbered list the user typed ("12. ", "3) ").
+_NUMBERED = re.compile(r"^\s*\d{1,3}\s*[.)]\s+")
 #: Paths, URLs, file names, numbers: not words a person wrote around them.
 _NOT_WORDS = re.compile(r"\S*[/\\]\S*|\S+\.\w{1,5}\b|\b\d[\w.:-]*")
 
@@ -55,8 +60,16 @@ def output_line(line: str) -> bool:
 
 def machine_line(line: str) -> bool:
     """:func:`output_line`, a heading or listing entry, an indented line, or a fragment that is not a person's
-    sentence (under three words once paths and numbers are set aside, or mostly capitalised)."""
-    if output_line(line) or _LABEL_LINE.match(line) or line.startswith(("    ", "\t")):  # indented: output
+    sentence (under three words once paths and numbers are set aside, or mostly capitalised). A line in
+    which the person speaks of themselves ("14. I use hyper v") is theirs, however short."""
+    if output_line(line) or line.startswith(("    ", "\t")):  # indented: output
+        return True
+    if _FIRST_PERSON.search(line):
+        return False
+    numbered = _NUMBERED.match(line)
+    if numbered and line[numbered.end():].strip():  # "12. close 139, 5040": the entry is read by itself
+        return machine_line(line[numbered.end():])
+    if _LABEL_LINE.match(line):
         return True
     words = re.findall(r"[^\W\d_]{2,}", _NOT_WORDS.sub(" ", line))
     return len(words) < 3 or sum(1 for w in words if w.islower()) < 0.5 * len(words)

@@ -10,7 +10,7 @@ from dexai_memory.capture.admit import admit
 from dexai_memory.capture.evidence import evidence_kind
 from dexai_memory.capture.gate import Gate
 from dexai_memory.models import Turn
-from dexai_memory.text.output import pasted_output, prose_lines
+from dexai_memory.text.output import machine_line, pasted_output, prose_lines
 
 PYTEST_PASTE = """============================= test session starts ==============================
 platform linux -- Python 3.11.7, pytest-8.3.4, pluggy-1.5.0
@@ -105,3 +105,16 @@ def test_a_pasted_terminal_session_is_evidence_and_its_lines_are_not_statements(
     assert prose_lines(typed) == "the audit found these, keep the firewall rules as they are:"
     short = "never commit without signing.\nuse ps GPG alt"
     assert prose_lines(short) == short  # two typed lines are left as they are
+
+
+@pytest.mark.parametrize(("line", "machine"), [
+    ("14. I use hyper v", False),                # the user speaking of themselves, however short
+    ("12. shut it down!  close 139, 5040, 9000.", False),  # a numbered entry is judged by its text
+    ("3. Checks for unsigned binaries", False),
+    ("7 : /usr/bin/python3", True),              # a listing entry
+    ("1. /usr/bin/python3", True),
+    ("2) NETWORK PERFORMANCE", True),            # a numbered heading
+    ("INFO I started the server", True),         # a log line stays output
+])
+def test_a_line_of_a_numbered_list(line: str, machine: bool) -> None:
+    assert machine_line(line) is machine

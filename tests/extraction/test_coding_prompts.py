@@ -44,12 +44,48 @@ def notes_of(text: str) -> list[tuple[str, str]]:
      ("PREFERENCE", "The user only wants one version of you, preferably brew.")),
     ("I dont want unlock to be only a alphanum password",
      ("PREFERENCE", "The user doesn't want unlock to be only a alphanum password.")),
+    # the plan after a request is the user's; the request is for now
+    ("add the research context to the plan and we'll start fresh", ("COMMITMENT", "The team will start fresh.")),
+    # how to configure something a given way: the way is what the user wants of it
+    ("how do we configure MacOS login and sudo to be passwordless(except for filevault)?",
+     ("FACT", "The user wants MacOS login and sudo to be passwordless(except for filevault).")),
 ])
 def test_a_lasting_coding_prompt_is_kept_as_a_statement(said: str, kept: tuple[str, str]) -> None:
     assert kept in notes_of(said)
 
 
+def test_the_user_s_lines_of_a_numbered_list_are_read_one_by_one() -> None:
+    """A numbered list the user typed answers several questions at once: a short first-person line
+    ("14. I use hyper v"), a statement with a question aside, a port order and a to-do are theirs;
+    a heading-like fragment and the question lines are not notes."""
+    said = ("1.  we're auditing BitDefender  (is there a cli or local api?)\n"
+            "3.  Shared-Secret-Free\n"
+            "10. huh, explain how that happens\n"
+            "11.  anothor todo for new:  web research remote access\n"
+            "12. shut it down!  close 139, 5040, 9000.\n"
+            "13. why is port 9000 open?\n"
+            "14. I use hyper v")
+    notes = [content for _, content in notes_of(said)]
+    assert "The team is auditing BitDefender." in notes
+    assert "The user uses hyper v." in notes
+    assert "The user asked to close 139, 5040, 9000 (on 9 January 2026)." in notes
+    assert any("web research remote access" in n for n in notes)
+    assert not any("Shared-Secret" in n or "explain" in n or "why" in n.lower() for n in notes)
+
+
+def test_the_user_s_setup_is_kept_like_a_fact_that_names_a_tool() -> None:
+    """"I use hyper v", "I have a second yubikey": what every later session works with, as important
+    as a fact naming a tool (6), so the next sessions' persistent context has room for it."""
+    for said in ("I use hyper v", "I have a second(mostly cloned) yubikey, should we pair it?"):
+        (note,) = OfflineExtractor().extract_sync([prompt(said)])
+        assert note.importance >= 6, note
+    (note,) = OfflineExtractor().extract_sync([prompt("I went to the store")])
+    assert note.importance == 5  # not the setup
+
+
 @pytest.mark.parametrize("said", [
+    "how do I fix this?",           # a how-to question that wants nothing configured
+    "how do we get the tests to pass?",
     "install via brew",             # no object: what it installs is in the turn before
     "install it again",
     "⏺ Ran 1 stop hook.",           # a line Claude Code drew, pasted back

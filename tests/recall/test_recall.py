@@ -130,9 +130,12 @@ async def test_auto_recall_respects_max_memories_and_tokens(tmp_path: Path, embe
         assert r.tokens <= settings.auto_recall.max_tokens
         big = await recall_block(p, "u", "what are my garden notes about tomatoes?", settings)
         assert len(big.memories) > 5 and big.tokens <= settings.auto_recall.max_tokens
-        # by default the hook's recall is the same budget-mode block (the token budget binds first)
+        # by default the hook's recall is the same budget-mode block (the token budget binds first),
+        # each line with the day it was said
         full = await auto_recall(p, "u", "what are my garden notes about tomatoes?", [], settings)
-        assert full.memory_ids == big.memory_ids and full.text == big.text
+        dated = await recall_block(p, "u", "what are my garden notes about tomatoes?", settings, said=True)
+        assert full.memory_ids == dated.memory_ids and full.text == dated.text
+        assert all(line.endswith(")") and "(said 20" in line for line in full.text.splitlines() if line.startswith("- "))
         assert [m.memory.id for m in big.memories] == [m.id for m in big.block.memories]
         for m in big.memories:
             assert m.memory.content in big.text

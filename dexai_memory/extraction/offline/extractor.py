@@ -125,7 +125,6 @@ from .session_rules import (
     REQUEST,
     RULE,
     SESSION_COMMITMENT,
-    SESSION_FLOORS,
     SESSION_MAX_IMPORTANCE,
     SESSION_PREFERENCE,
     THING_ORDER,
@@ -136,7 +135,9 @@ from .session_rules import (
     goal_body,
     instruction_body,
     session_decision,
+    session_floor,
     standing_order,
+    statement_part,
     warning_body,
 )
 
@@ -367,7 +368,7 @@ class OfflineExtractor(Extractor):
         the team is theirs."""
         if raw.rstrip().endswith(":") or DRAWN.match(raw):
             return None  # a heading or the lead-in of a list ("Install all necessary tools:"), a drawn line
-        sentence = ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True))
+        sentence = statement_part(ANSWER_LEAD.sub("", clean_sentence(raw, keep_code=True)))  # "X (a cli?)": X
         if LETS_BE.match(sentence):  # "lets be cautious and verify at each step": how to work
             sentence = upper_first(LETS_BE.sub("be", sentence))
         trailing = TRAILING_ORDER.search(sentence)
@@ -419,8 +420,8 @@ class OfflineExtractor(Extractor):
                 or ASK_YOU.match(sentence):
             return None  # thinking aloud, advice, or a request for now ("Show me the diff", "can you ...")
         first_person = bool(FIRST_PERSON.search(sentence))
-        if pasted and not first_person and not re.search(r"\b(?:we|our|us)\b", sentence, re.I):
-            return None  # a line of a pasted report or list ("Checks for unsigned binaries"), not the user's
+        if pasted and not first_person and not re.search(r"\b(?:we|our|us|to-?do)\b", sentence, re.I):
+            return None  # a line of a pasted report ("Checks for unsigned binaries"); a to-do listed is theirs
         if not first_person:
             if VAGUE_SUBJECT.match(sentence):
                 return None  # "It works now": not a self-contained fact
@@ -490,8 +491,7 @@ class OfflineExtractor(Extractor):
             # turn passed the gate already, with its context: "Emil's birthday is on 8 October.")
             return None
         importance = self._importance(note_type, verdict.score, dates, entities, sentence, False)
-        durable = {"technical", "project", "ownership", "entities", "decision"} & set(verdict.signals)
-        floor = max(floor, SESSION_FLOORS.get(note_type, 5), 6 if durable else 0)
+        floor = max(floor, session_floor(note_type, sentence, verdict.signals))
         commitment = None
         if note_type is MemoryType.COMMITMENT:
             commitment = self._commitment(note_type, content, name, None, upcoming or dates, sentence)

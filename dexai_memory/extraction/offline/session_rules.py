@@ -7,6 +7,7 @@ of note gets (see "The session's user" in :mod:`dexai_memory.extraction.offline.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 
 from ...models import MemoryType
@@ -56,7 +57,9 @@ ASK_YOU = re.compile(
 CHANGE_ORDER = re.compile(
     r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+|ssh\s+(?:in)?to\s+\S+\s+and\s+)*"
     r"(?:(?:uninstall|remove|disable|enable|delete|purge|move|rename|migrate|switch|replace|block|unblock|deprecate|"
-    r"drop|install|reinstall|set up|configure|config)(?:\s+and\s+(?=\w+\s))?)+\s+(?:all\s+)?(?:traces?\s+of\s+)?\S",
+    r"drop|install|reinstall|set up|configure|config)(?:\s+and\s+(?=\w+\s))?)+\s+(?:all\s+)?(?:traces?\s+of\s+)?\S"
+    # ports opened or closed for good ("close 139, 5040, 9000", "open port 8443")
+    r"|^(?:please\s+|now\s+|also\s+|then\s+|and\s+)*(?:close|open|block|unblock)\s+(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{2,5}\b",
     re.I,
 )
 #: Orders whose object is a thing to have or not have ("install gh", "disable the cellular modules"):
@@ -64,9 +67,10 @@ CHANGE_ORDER = re.compile(
 #: name something (a name, an acronym, a path).
 THING_ORDER = re.compile(
     r"^(?:please\s+|now\s+|also\s+|then\s+|and\s+|ssh\s+(?:in)?to\s+\S+\s+and\s+)*"
-    r"(?:uninstall|remove|disable|enable|purge|install|reinstall|set up|configure|config)\b"
+    r"(?:(?:uninstall|remove|disable|enable|purge|install|reinstall|set up|configure|config)\b"
     r"(?:\s+and\s+(?:uninstall|remove|disable|enable|purge|install|reinstall)\b)?"
-    r"\s+(?!(?:it|this|that|them|these|those|via|with|from|using|again|anything|everything|something)\b)\S",
+    r"\s+(?!(?:it|this|that|them|these|those|via|with|from|using|again|anything|everything|something)\b)\S"
+    r"|(?:close|open|block|unblock)\s+(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{2,5}\b)",
     re.I,
 )
 _DECISION = re.compile(
@@ -194,6 +198,14 @@ TO_VERB = re.compile(r"\bto\s+(?!the\b|a\b|an\b|my\b|our\b|be\b)[a-z]{3,}\b")
 #: Least importance of the session user's notes by type (preferences rank with instructions).
 SESSION_FLOORS = {MemoryType.COMMITMENT: 6, MemoryType.TASK: 6, MemoryType.PREFERENCE: 7,
                   MemoryType.RELATIONSHIP: 6, MemoryType.FACT: 5, MemoryType.INSIGHT: 6, MemoryType.EVENT: 4}
+
+
+def session_floor(note_type: MemoryType, sentence: str, signals: Iterable[str]) -> int:
+    """The least importance of a statement of the session's user: its type's floor
+    (:data:`SESSION_FLOORS`), 6 when it names something durable (a tool, path, host, owner, decision:
+    the gate's signals) or states the user's setup (:data:`SETUP`)."""
+    durable = {"technical", "project", "ownership", "entities", "decision"} & set(signals)
+    return max(SESSION_FLOORS.get(note_type, 5), 6 if durable or SETUP.match(sentence) else 0)
 FRAMING = re.compile(
     r"^(?:(?:here(?:'s| is| are)|just)\s+)?(?:some|a (?:bit|little) of|a little|quick|more|a few)?\s*"
     r"(?:context|background|notes?|details?|info(?:rmation)?)\b[\w\s,'-]*$",
@@ -205,6 +217,37 @@ BEFORE_WE_START = re.compile(r",?\s*before (?:we|I) (?:start|begin|get started|d
 #: An answer's lead ("yes, ...", "ok, lets ...") and "let's be ...": not part of the statement.
 ANSWER_LEAD = re.compile(r"^(?:(?:yes|yep|yeah|ok|okay|sure|right|great|good|cool|perfect|and|also|so)\b[,.!]?\s+)+(?=\S)", re.I)
 LETS_BE = re.compile(r"^let'?s\s+be\b|^lets\s+be\b", re.I)
+#: The user's setup in their own words ("I use hyper v", "I have a second yubikey", "we run Proxmox"):
+#: a fact about the machines and tools every later session works with, kept like one that names a tool.
+SETUP = re.compile(r"^(?:I|we)(?:'re|\s+are|\s+am)?\s+(?:only\s+|also\s+|really\s+|still\s+|now\s+)?"
+                   r"(?:use|have|run|own|sign in|log in|using|running)\b", re.I)
+#: A question in parentheses after a statement ("we're auditing BitDefender (is there a cli?)"): the
+#: statement stands, the aside asks something for now.
+ASIDE_QUESTION = re.compile(r"^(?P<statement>[^()?\s]+\s+[^()?\s][^()?]*?)\s*\([^()]*\?\)?[\s.]*$")
+
+
+#: A request followed by the plan it leads to ("add the research to the plan and we'll start fresh"):
+#: the request is for now, the plan is the user's.
+TRAILING_PLAN = re.compile(r"^(?!(?:we|i|i'm|we're|it|this|that|they|you)\b)[^,;?]+?\s+(?:and|then)\s+"
+                           r"(?P<plan>(?:we|I)(?:'ll|\s+will)\s+\w+(?:\s+\S+)*?)[.!]*$", re.I)
+#: A question asking how to configure something a given way ("how do we configure MacOS login and
+#: sudo to be passwordless?"): the way is what the user wants of it.
+HOW_CONFIGURE = re.compile(r"^how\s+(?:do|can|could|should|would)\s+(?:we|i|you)\s+(?:configure|config|set\s*up)\s+"
+                           r"(?P<what>.+?)\s+to\s+(?P<way>(?:be\s+)?\w.*?)\s*\?*$", re.I)
+
+
+def statement_part(sentence: str) -> str:
+    """What of ``sentence`` the user states: without a question in parentheses at its end
+    (:data:`ASIDE_QUESTION`), the plan after a request (:data:`TRAILING_PLAN`), or the way a how-to
+    question wants something configured (:data:`HOW_CONFIGURE`: "I want X to be Y")."""
+    how = HOW_CONFIGURE.match(sentence)
+    if how is not None:
+        return f"I want {how.group('what')} to {how.group('way')}"
+    plan = TRAILING_PLAN.match(sentence)
+    if plan is not None:
+        return upper_first(plan.group("plan"))
+    aside = ASIDE_QUESTION.match(sentence)
+    return aside.group("statement").rstrip(" ,;") if aside else sentence
 #: A standing order after a request in one sentence ("complete the commit, always verify and run hooks"):
 #: the lead is a request (not a statement with its own subject: "We decided X must round with
 #: Decimal, never float" stays whole) and the order has a verb and its object.
