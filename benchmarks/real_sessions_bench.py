@@ -420,52 +420,84 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
     }
 
 
+def live_arm(labels: Labels, *, quick: bool, seed: int, keep: bool) -> dict[str, Any]:
+    """Replay ``labels``' sessions through the hooks, one data directory for all of them; the report."""
+    tmp = Path(tempfile.mkdtemp(prefix="dexai-real-"))
+    plugin = Plugin(home=tmp / "home", tmp=tmp)
+    figures = Figures()
+    t0 = time.monotonic()
+    try:
+        for cwd, session in sessions_in_order(labels, tmp, quick):
+            say(f"{session['id']}: replaying")
+            replay_session(plugin, session, labels, figures, cwd)
+        stored = memories(plugin.home)
+        result = report(figures, stored, labels, seed)
+    finally:
+        plugin.stop()
+        if keep:
+            say(f"data directory kept: {plugin.home}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    result["summary"]["replay_seconds"] = round(time.monotonic() - t0, 1)
+    result["summary"]["prompt_wait_ms_mean"] = mean(plugin.waited_ms)
+    return result
+
+
+def sessions_in_order(labels: Labels, tmp: Path, quick: bool) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Each session to replay, in order, with its project's directory (``tmp/projects/<slug>``, a git root)."""
+    projects: dict[str, list[dict[str, Any]]] = {}
+    for s in labels.sessions:
+        projects.setdefault(s["project"], []).append(s)
+    for slug, sessions in projects.items():
+        cwd = tmp / "projects" / slug
+        (cwd / ".git").mkdir(parents=True, exist_ok=True)
+        for session in sessions[:2] if quick else sessions:
+            yield cwd, session
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    for key, value in summary.items():
+        print(f"{key:34} {value}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = arg_parser("real_sessions_bench", (__doc__ or "").split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev")
     parser.add_argument("--project", default=None, help="replay one project (its slug)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the random sample of stored memories")
     parser.add_argument("--keep", action="store_true", help="keep the data directory (printed)")
+    parser.add_argument("--history", action="store_true",
+                        help="also the learned-history arm (benchmarks/real_sessions_history.py): before each "
+                             "session the store holds what learn-history learned from the sessions before it")
     args = parser.parse_args(argv)
     labels = load_labels(args.split, args.project)
     if not labels.sessions:
         say(f"no sessions in split {args.split!r}")
         return 1
-    tmp = Path(tempfile.mkdtemp(prefix="dexai-real-"))
-    plugin = Plugin(home=tmp / "home", tmp=tmp)
-    figures = Figures()
-    t0 = time.monotonic()
-    try:
-        projects: dict[str, list[dict[str, Any]]] = {}
-        for s in labels.sessions:
-            projects.setdefault(s["project"], []).append(s)
-        for slug, sessions in projects.items():
-            cwd = tmp / "projects" / slug
-            cwd.mkdir(parents=True)
-            (cwd / ".git").mkdir()
-            for session in sessions[:2] if args.quick else sessions:
-                say(f"{session['id']}: replaying")
-                replay_session(plugin, session, labels, figures, cwd)
-        stored = memories(plugin.home)
-        result = report(figures, stored, labels, args.seed)
-    finally:
-        plugin.stop()
-        if args.keep:
-            say(f"data directory kept: {plugin.home}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+    result = live_arm(labels, quick=args.quick, seed=args.seed, keep=args.keep)
     s = result["summary"]
-    s["replay_seconds"] = round(time.monotonic() - t0, 1)
-    s["prompt_wait_ms_mean"] = mean(plugin.waited_ms)
-    for key, value in s.items():
-        print(f"{key:34} {value}")
+    print_summary(s)
     print(f"by role: {result['by_role']}")
-    path = write_result(f"real_sessions.{args.split}", quick=args.quick,
-                        params={"split": args.split, "project": args.project, "seed": args.seed},
+    name = f"real_sessions.{args.split}"
+    if args.history:
+        from benchmarks.real_sessions_history import compare, history_arm
+
+        learned = history_arm(labels, quick=args.quick, seed=args.seed, keep=args.keep)
+        print("\nlearned history (learn-history on the sessions before each one, then the session through the hooks):")
+        print_summary(learned["summary"])
+        print(f"by role: {learned['by_role']}")
+        result = {"live": result, "history": learned, "comparison": compare(result, learned)}
+        print("\nhistory - live:")
+        print_summary(result["comparison"]["summary_delta"])
+        print(f"injected when needed, by kind (live / history): {result['comparison']['by_kind']}")
+        s = {**{f"live_{k}": v for k, v in s.items()}, **{f"history_{k}": v for k, v in learned["summary"].items()}}
+        name = f"real_sessions_history.{args.split}"
+    path = write_result(name, quick=args.quick,
+                        params={"split": args.split, "project": args.project, "seed": args.seed,
+                                "history": args.history},
                         summary=s, results=result, out_dir=args.out)
     say(f"wrote {path}")
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
