@@ -38,6 +38,11 @@ Printed and written to ``results/real_sessions.json``:
 ``--split dev`` (default) replays the development projects; ``holdout`` the project kept aside
 (do not tune on it); ``all`` both. ``--project SLUG`` one project. ``--quick``: the first two
 sessions of each project.
+
+``--history`` also runs the learned-history arm (:mod:`benchmarks.real_sessions_history`):
+before each session the store holds what ``dexai memory learn-history`` learned from the sessions
+before it, and the session is lived through the hooks on a throwaway copy; both arms' figures,
+their differences and the needs one arm injected and the other did not are written together.
 """
 
 from __future__ import annotations
