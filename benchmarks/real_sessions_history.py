@@ -184,7 +184,8 @@ def compare(live: dict[str, Any], history: dict[str, Any]) -> dict[str, Any]:
         return x["item"], x["session"], x["line"]
 
     seen = {key(x): x for x in history["needs"]}
-    only_live, only_history = [], []
+    only_live: list[dict[str, Any]] = []
+    only_history: list[dict[str, Any]] = []
     for x in live["needs"]:
         h = seen.get(key(x))
         if h is None or x["in_context"] == h["in_context"]:
