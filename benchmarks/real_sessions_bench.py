@@ -41,6 +41,11 @@ Printed and written to ``results/real_sessions.json``:
 ``--split dev`` (default) replays the development projects; ``holdout`` the project kept aside
 (do not tune on it); ``all`` both. ``--project SLUG`` one project. ``--quick``: the first two
 sessions of each project.
+
+``--history`` also runs the learned-history arm (:mod:`benchmarks.real_sessions_history`):
+before each session the store holds what ``dexai memory learn-history`` learned from the sessions
+before it, and the session is lived through the hooks on a throwaway copy; both arms' figures,
+their differences and the needs one arm injected and the other did not are written together.
 """
 
 from __future__ import annotations
@@ -458,53 +463,90 @@ def report(figures: Figures, stored: list[dict[str, Any]], labels: Labels, seed:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = arg_parser("real_sessions_bench", (__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev")
-    parser.add_argument("--project", default=None, help="replay one project (its slug)")
-    parser.add_argument("--seed", type=int, default=7, help="seed of the random sample of stored memories")
-    parser.add_argument("--keep", action="store_true", help="keep the data directory (printed)")
-    args = parser.parse_args(argv)
-    labels = load_labels(args.split, args.project)
-    if not labels.sessions:
-        say(f"no sessions in split {args.split!r}")
-        return 1
+def live_arm(labels: Labels, *, quick: bool, seed: int, keep: bool) -> dict[str, Any]:
+    """Replay ``labels``' sessions through the hooks, one data directory for all of them; the report."""
     tmp = Path(tempfile.mkdtemp(prefix="dexai-real-"))
     plugin = Plugin(home=tmp / "home", tmp=tmp)
     plugin.configure()
     figures = Figures()
     t0 = time.monotonic()
     try:
-        projects: dict[str, list[dict[str, Any]]] = {}
-        for s in labels.sessions:
-            projects.setdefault(s["project"], []).append(s)
-        for slug, sessions in projects.items():
-            cwd = tmp / "projects" / slug
-            cwd.mkdir(parents=True)
-            (cwd / ".git").mkdir()
-            for session in sessions[:2] if args.quick else sessions:
-                say(f"{session['id']}: replaying")
-                replay_session(plugin, session, labels, figures, cwd)
+        for cwd, session in sessions_in_order(labels, tmp, quick):
+            say(f"{session['id']}: replaying")
+            replay_session(plugin, session, labels, figures, cwd)
         stored = memories(plugin.home)
-        result = report(figures, stored, labels, args.seed)
+        result = report(figures, stored, labels, seed)
     finally:
         plugin.stop()
-        if args.keep:
+        if keep:
             say(f"data directory kept: {plugin.home}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    s = result["summary"]
-    s["replay_seconds"] = round(time.monotonic() - t0, 1)
-    s["prompt_wait_ms_mean"] = mean(plugin.waited_ms)
-    for key, value in s.items():
+    result["summary"]["replay_seconds"] = round(time.monotonic() - t0, 1)
+    result["summary"]["prompt_wait_ms_mean"] = mean(plugin.waited_ms)
+    return result
+
+
+def sessions_in_order(labels: Labels, tmp: Path, quick: bool) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Each session to replay, in order, with its project's directory (``tmp/projects/<slug>``, a git root)."""
+    projects: dict[str, list[dict[str, Any]]] = {}
+    for s in labels.sessions:
+        projects.setdefault(s["project"], []).append(s)
+    for slug, sessions in projects.items():
+        cwd = tmp / "projects" / slug
+        (cwd / ".git").mkdir(parents=True, exist_ok=True)
+        for session in sessions[:2] if quick else sessions:
+            yield cwd, session
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    for key, value in summary.items():
         print(f"{key:34} {value}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = arg_parser("real_sessions_bench", (__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev")
+    parser.add_argument("--project", default=None, help="replay one project (its slug)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the random sample of stored memories")
+    parser.add_argument("--keep", action="store_true", help="keep the data directory (printed)")
+    parser.add_argument("--history", action="store_true",
+                        help="also the learned-history arm (benchmarks/real_sessions_history.py): before each "
+                             "session the store holds what learn-history learned from the sessions before it")
+    parser.add_argument("--history-without-prompt-copies", action="store_true",
+                        help="with --history: drop the L3 copies of the learned prompts before each session "
+                             "(the live hooks keep none): the notes and episodes alone")
+    args = parser.parse_args(argv)
+    labels = load_labels(args.split, args.project)
+    if not labels.sessions:
+        say(f"no sessions in split {args.split!r}")
+        return 1
+    result = live_arm(labels, quick=args.quick, seed=args.seed, keep=args.keep)
+    s = result["summary"]
+    print_summary(s)
     print(f"by role: {result['by_role']}")
-    path = write_result(f"real_sessions.{args.split}", quick=args.quick,
-                        params={"split": args.split, "project": args.project, "seed": args.seed},
+    name = f"real_sessions.{args.split}"
+    if args.history:
+        from benchmarks.real_sessions_history import compare, history_arm
+
+        learned = history_arm(labels, quick=args.quick, seed=args.seed, keep=args.keep,
+                              prompt_copies=not args.history_without_prompt_copies)
+        print("\nlearned history (learn-history on the sessions before each one, then the session through the hooks):")
+        print_summary(learned["summary"])
+        print(f"by role: {learned['by_role']}")
+        result = {"live": result, "history": learned, "comparison": compare(result, learned)}
+        print("\nhistory - live:")
+        print_summary(result["comparison"]["summary_delta"])
+        print(f"injected when needed, by kind (live / history): {result['comparison']['by_kind']}")
+        s = {**{f"live_{k}": v for k, v in s.items()}, **{f"history_{k}": v for k, v in learned["summary"].items()}}
+        name = f"real_sessions_history{'_notes' * args.history_without_prompt_copies}.{args.split}"
+    path = write_result(name, quick=args.quick,
+                        params={"split": args.split, "project": args.project, "seed": args.seed,
+                                "history": args.history,
+                                "history_without_prompt_copies": args.history_without_prompt_copies},
                         summary=s, results=result, out_dir=args.out)
     say(f"wrote {path}")
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

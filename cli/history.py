@@ -172,7 +172,7 @@ async def _learn(ctx: Context, found: Any, limit: int | None, vectors: str) -> d
 def _done_text(d: dict[str, Any]) -> str:
     text = (f"Learned {d['sessions']} past sessions ({d['prompts']} prompts) in {d['seconds']:.1f}s: "
             f"{d['added']} memories added, {d['superseded']} superseding older ones, {d['updated']} updated, "
-            f"{d['skipped']} already known; {d['archived']} prompts archived in L3; {d['episodes']} episodes.")
+            f"{d['skipped']} already known; {d['episodes']} episodes, {d['snapshots']} session-end states.")
     if d["left"]:
         text += f"\n{d['left']} sessions left: run 'dexai memory learn-history' again."
     if d["vectors_pending"]:

@@ -132,6 +132,7 @@ class IngestOptions:
 
     threshold: float
     archive_evidence: bool = True
+    archive_turns: bool = True
 
 
 @dataclass
@@ -480,7 +481,7 @@ class Pipeline:
     async def ingest(self, turns: Iterable[Turn], *, user_id: str, session_id: str | None = None,
                      project: str | None = None, progress: ProgressCallback | None = None,
                      chunk: int = INGEST_CHUNK, vectors: str = "now", threshold: float | None = None,
-                     archive_evidence: bool = True) -> PipelineReport:
+                     archive_evidence: bool = True, archive_turns: bool = True) -> PipelineReport:
         """Feed a conversation through the pipeline and archive every raw turn in L3.
 
         The gate decides which turns are extracted; all of them are archived
@@ -499,11 +500,13 @@ class Pipeline:
         ``extraction.gate_threshold``). ``archive_evidence=False`` keeps evidence (a session's
         assistant replies, tool results: :func:`~dexai_memory.capture.evidence.evidence_kind`)
         as context only: neither extracted nor archived in L3, as the live hooks keep it.
+        ``archive_turns=False`` archives no turn at all (the live hooks archive none: a replayed
+        prompt is extracted, and recall never shows its raw copy).
         """
         if vectors not in ("now", "later"):
             raise ValueError(f"vectors must be 'now' or 'later', not {vectors!r}")
         options = IngestOptions(self.settings.extraction.ingest_gate_threshold if threshold is None else threshold,
-                                archive_evidence)
+                                archive_evidence, archive_turns)
         if vectors == "later":
             async with self.provider.deferred_vectors():
                 return await self._ingest(turns, user_id, session_id, project, progress, chunk, options, embed=False)
@@ -552,7 +555,7 @@ class Pipeline:
             report.extracted += len(extracted)
             # one embedding batch for the chunk's transcripts and notes
             fresh: dict[str, Memory] = {}  # a turn id twice in a chunk (a session's file copied) is one transcript
-            for m in (transcript_memory(t) for t in clean_turns):
+            for m in (transcript_memory(t) for t in clean_turns if options.archive_turns):
                 if m.id not in archived:
                     fresh.setdefault(m.id, m)
             new_transcripts = list(fresh.values())

@@ -234,10 +234,12 @@ class LearnRun:
     seconds: float = 0.0
     #: Episodes stored (one per stretch between compactions; those stored before apart).
     episodes: int = 0
+    #: Session-end snapshots stored (one per session, as SessionEnd writes it live).
+    snapshots: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"sessions": self.sessions, "prompts": self.prompts, "seconds": round(self.seconds, 2),
-                "episodes": self.episodes, **self.report.to_dict()}
+                "episodes": self.episodes, "snapshots": self.snapshots, **self.report.to_dict()}
 
 
 def batches(sessions: Sequence[HistorySession], max_turns: int = BATCH_TURNS) -> Iterator[list[HistorySession]]:
@@ -283,6 +285,37 @@ async def store_episodes(provider: MemoryProvider, user_id: str, sessions: Seque
     return added
 
 
+async def store_snapshots(provider: MemoryProvider, user_id: str, sessions: Sequence[HistorySession]) -> int:
+    """Store each session's state at its end (task, last action: the SNAPSHOT SessionEnd writes live,
+    dated at the session's last entry), so the newest one is the next session's "last session
+    state"; one stored before (by the live hooks, or a run cut short) is kept. Returns how many were added."""
+    from ..daemon.actions import snapshot_id
+    from ..daemon.session_state import read_transcript, redact_for_state, snapshot_text
+    from ..lifecycle.learned import HISTORY_SESSION, HISTORY_SOURCE
+    from ..models import Memory, MemoryType, as_utc
+
+    added = 0
+    for s in sessions:
+        text = snapshot_text(read_transcript(str(s.path)))
+        if not text:
+            continue
+        memory = Memory(id=snapshot_id(s.session_id), content=redact_for_state(f"Session ended (history) | {text}"),
+                        user_id=user_id, type=MemoryType.SNAPSHOT, session_id=s.session_id, project=s.project,
+                        importance=6, metadata={"source": HISTORY_SOURCE, HISTORY_SESSION: s.session_id})
+        if s.last_at is not None:
+            with contextlib.suppress(InvalidMemory):
+                when = as_utc(s.last_at)
+                memory = memory.replace(created_at=when, valid_from=when)
+        try:
+            await provider.get(memory.id, user_id=user_id, include_deleted=True)
+            continue
+        except MemoryNotFound:
+            pass
+        await provider.add(memory)
+        added += 1
+    return added
+
+
 async def learn(settings: Settings, user_id: str, sessions: Sequence[HistorySession], *,
                 progress: Callable[[int], None] | None = None, limit: int | None = None,
                 vectors: str = "later", batch_turns: int = BATCH_TURNS) -> LearnRun:
@@ -307,10 +340,12 @@ async def learn(settings: Settings, user_id: str, sessions: Sequence[HistorySess
             for group in batches(todo, batch_turns):
                 turns = [t for s in group for t in s.turns(user_id)]
                 report = await pipeline.ingest(turns, user_id=user_id, vectors=vectors, archive_evidence=False,
-                                               threshold=settings.extraction.gate_threshold, progress=progress)
+                                               archive_turns=False, threshold=settings.extraction.gate_threshold,
+                                               progress=progress)
                 run.report.merge(report)
                 if settings.hooks.episodes:
                     run.episodes += await store_episodes(provider, user_id, group, vectors=vectors)
+                run.snapshots += await store_snapshots(provider, user_id, group)
                 log.record({s.session_id: s.entry() for s in group})
                 run.sessions += len(group)
                 run.prompts += sum(len(s.prompts) for s in group)
