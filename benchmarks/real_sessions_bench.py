@@ -513,9 +513,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--history", action="store_true",
                         help="also the learned-history arm (benchmarks/real_sessions_history.py): before each "
                              "session the store holds what learn-history learned from the sessions before it")
-    parser.add_argument("--history-without-prompt-copies", action="store_true",
-                        help="with --history: drop the L3 copies of the learned prompts before each session "
-                             "(the live hooks keep none): the notes and episodes alone")
     args = parser.parse_args(argv)
     labels = load_labels(args.split, args.project)
     if not labels.sessions:
@@ -529,8 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.history:
         from benchmarks.real_sessions_history import compare, history_arm
 
-        learned = history_arm(labels, quick=args.quick, seed=args.seed, keep=args.keep,
-                              prompt_copies=not args.history_without_prompt_copies)
+        learned = history_arm(labels, quick=args.quick, seed=args.seed, keep=args.keep)
         print("\nlearned history (learn-history on the sessions before each one, then the session through the hooks):")
         print_summary(learned["summary"])
         print(f"by role: {learned['by_role']}")
@@ -539,11 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_summary(result["comparison"]["summary_delta"])
         print(f"injected when needed, by kind (live / history): {result['comparison']['by_kind']}")
         s = {**{f"live_{k}": v for k, v in s.items()}, **{f"history_{k}": v for k, v in learned["summary"].items()}}
-        name = f"real_sessions_history{'_notes' * args.history_without_prompt_copies}.{args.split}"
+        name = f"real_sessions_history.{args.split}"
     path = write_result(name, quick=args.quick,
                         params={"split": args.split, "project": args.project, "seed": args.seed,
-                                "history": args.history,
-                                "history_without_prompt_copies": args.history_without_prompt_copies},
+                                "history": args.history},
                         summary=s, results=result, out_dir=args.out)
     say(f"wrote {path}")
     return 0

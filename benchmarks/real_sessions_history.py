@@ -24,7 +24,6 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,6 @@ from benchmarks.real_sessions_bench import (
     sessions_in_order,
     transcripts_dir,
 )
-from dexai_memory.lifecycle.learned import HISTORY_SOURCE
 
 
 def lay_out(session: dict[str, Any], cwd: Path, claude: Path) -> Path:
@@ -96,28 +94,8 @@ def start_daemon(plugin: Plugin) -> None:
     time.sleep(2.0)  # the embedding model loads after the socket answers
 
 
-def drop_prompt_copies(home: Path) -> int:
-    """Forget (soft-delete) the learned L3 copies of the typed prompts in the data directory ``home``:
-    learn-history archives every prompt it replays as a TRANSCRIPT recall can show, the live hooks
-    do not (``--history-without-prompt-copies`` measures the notes and episodes alone). How many."""
-    db = home / "memory.db"
-    if not db.exists():
-        return 0
-    con = sqlite3.connect(db, timeout=30)
-    try:
-        with con:
-            n = con.execute("UPDATE memories SET deleted = 1 WHERE deleted = 0 AND UPPER(type) = 'TRANSCRIPT' "
-                            "AND source_ids != '[]' AND json_extract(metadata, '$.source') = ?",
-                            (HISTORY_SOURCE,)).rowcount
-    finally:
-        con.close()
-    return n
-
-
-def history_arm(labels: Labels, *, quick: bool, seed: int, keep: bool, prompt_copies: bool = True) -> dict[str, Any]:
-    """The learned-history arm (see the module docstring); a report as the live arm's. Without
-    ``prompt_copies`` the learned prompts' L3 copies are dropped from each session's copy
-    (:func:`drop_prompt_copies`)."""
+def history_arm(labels: Labels, *, quick: bool, seed: int, keep: bool) -> dict[str, Any]:
+    """The learned-history arm (see the module docstring); a report as the live arm's."""
     tmp = Path(tempfile.mkdtemp(prefix="dexai-history-"))
     learned = Plugin(home=tmp / "learned", tmp=tmp)
     learned.home.mkdir(mode=0o700)
@@ -132,8 +110,6 @@ def history_arm(labels: Labels, *, quick: bool, seed: int, keep: bool, prompt_co
         for cwd, session in sessions_in_order(labels, tmp, quick):
             plugin = Plugin(home=tmp / "session", tmp=tmp)
             shutil.copytree(learned.home, plugin.home)
-            if not prompt_copies:
-                drop_prompt_copies(plugin.home)
             say(f"{session['id']}: replaying on the learned store ({len(memories(plugin.home))} memories)")
             start_daemon(plugin)
             try:
@@ -159,7 +135,6 @@ def history_arm(labels: Labels, *, quick: bool, seed: int, keep: bool, prompt_co
     result["summary"]["learn_seconds"] = round(learn_seconds, 1)
     result["summary"]["prompt_wait_ms_mean"] = mean(waited)
     result["learn_runs"] = runs
-    result["prompt_copies"] = prompt_copies
     return result
 
 
