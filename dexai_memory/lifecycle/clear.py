@@ -1,6 +1,6 @@
 """Clear all, and undo: ``dexai memory clear`` and ``dexai memory undo``.
 
-Seed 003: the confirmation shows the exact count ("This will remove all 12
+The confirmation shows the exact count ("This will remove all 12
 memories"), the clear takes effect at once, and it can be undone for a while.
 :func:`clear_all` soft-deletes every memory of a user (one project's with
 ``project``) and writes what it cleared to ``<home>/undo/clear-<user>.json``;

@@ -1,6 +1,6 @@
 """Eviction and expiry: each user's durable facts stay under a cap and go stale by category.
 
-Seed 003's rules, on the store. Durable facts are the current FACT,
+The fact lifecycle's rules, on the store. Durable facts are the current FACT,
 PREFERENCE, INSIGHT, RELATIONSHIP, PROCEDURE and PATTERN memories of a user (commitments, events,
 notes, snapshots and transcripts have lifecycles of their own). Each belongs
 to one lifecycle category (:func:`lifecycle_category`):

@@ -1,6 +1,6 @@
 """The persistent context: what the agent always knows, one section of the L1 block.
 
-Seed 000's floating header, on the store: at every SessionStart (startup,
+A floating header, on the store: at every SessionStart (startup,
 resume, clear, compact) and after compaction the block opens with the user's
 standing knowledge, by category, whatever the first prompt is about:
 
