@@ -51,6 +51,7 @@ from .transcripts import HistorySession, read_session
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..models import Memory
     from ..providers.base import MemoryProvider
 
 logger = logging.getLogger(__name__)
@@ -262,27 +263,33 @@ async def store_episodes(provider: MemoryProvider, user_id: str, sessions: Seque
     session); one stored before (by the live hooks, or a run cut short) is kept. Returns how many
     were added."""
     from ..lifecycle.learned import HISTORY_SESSION
-    from ..models import as_utc
 
     added = 0
     async with provider.deferred_vectors() if vectors == "later" else contextlib.nullcontext():
         for s in sessions:
             for episode in s.episodes:
                 memory = episode.memory(user_id, s.project)
-                try:
-                    when = as_utc(episode.ended_at) if episode.ended_at else None
-                except InvalidMemory:
-                    when = None
-                memory = memory.replace(metadata={**memory.metadata, HISTORY_SESSION: s.session_id},
-                                        **({"created_at": when, "valid_from": when} if when else {}))
-                try:
-                    await provider.get(memory.id, user_id=user_id, include_deleted=True)
-                    continue
-                except MemoryNotFound:
-                    pass
-                await provider.add(memory)
-                added += 1
+                memory = memory.replace(metadata={**memory.metadata, HISTORY_SESSION: s.session_id})
+                added += await add_once(provider, memory, when=episode.ended_at)
     return added
+
+
+async def add_once(provider: MemoryProvider, memory: Memory, *, when: datetime | str | None) -> bool:
+    """Add ``memory`` dated ``when`` (its creation and validity; left as it is when None or
+    unreadable) unless a memory of its id is stored (by the live hooks, or a run cut short).
+    Returns whether it was added."""
+    from ..models import as_utc
+
+    with contextlib.suppress(InvalidMemory):
+        at = as_utc(when)
+        if at is not None:
+            memory = memory.replace(created_at=at, valid_from=at)
+    try:
+        await provider.get(memory.id, user_id=memory.user_id, include_deleted=True)
+        return False
+    except MemoryNotFound:
+        await provider.add(memory)
+        return True
 
 
 async def store_snapshots(provider: MemoryProvider, user_id: str, sessions: Sequence[HistorySession]) -> int:
@@ -292,7 +299,7 @@ async def store_snapshots(provider: MemoryProvider, user_id: str, sessions: Sequ
     from ..daemon.actions import snapshot_id
     from ..daemon.session_state import read_transcript, redact_for_state, snapshot_text
     from ..lifecycle.learned import HISTORY_SESSION, HISTORY_SOURCE
-    from ..models import Memory, MemoryType, as_utc
+    from ..models import Memory, MemoryType
 
     added = 0
     for s in sessions:
@@ -302,17 +309,7 @@ async def store_snapshots(provider: MemoryProvider, user_id: str, sessions: Sequ
         memory = Memory(id=snapshot_id(s.session_id), content=redact_for_state(f"Session ended (history) | {text}"),
                         user_id=user_id, type=MemoryType.SNAPSHOT, session_id=s.session_id, project=s.project,
                         importance=6, metadata={"source": HISTORY_SOURCE, HISTORY_SESSION: s.session_id})
-        if s.last_at is not None:
-            with contextlib.suppress(InvalidMemory):
-                when = as_utc(s.last_at)
-                memory = memory.replace(created_at=when, valid_from=when)
-        try:
-            await provider.get(memory.id, user_id=user_id, include_deleted=True)
-            continue
-        except MemoryNotFound:
-            pass
-        await provider.add(memory)
-        added += 1
+        added += await add_once(provider, memory, when=s.last_at)
     return added
 
 
