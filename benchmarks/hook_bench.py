@@ -7,7 +7,9 @@
   ``hooks/dexai-hook <event>`` run as hooks.json runs it (``--async`` where it is async), a new
   process reading the hook JSON on stdin, against a real daemon (``dexai daemon start`` with
   ``DEXAI_MEMORY_HOME`` set, as the hooks start it). Per event (``session-start``,
-  ``user-prompt-submit``, ``pre-compact``, ``post-tool-use`` of Bash: async,
+  ``user-prompt-submit``: a prompt of a started session, its SessionStart sent first and not
+  timed; ``user-prompt-submit:first``: a session's first prompt with no SessionStart before it,
+  which carries the session's block too; ``pre-compact``, ``post-tool-use`` of Bash: async,
   ``post-tool-use:Read``: synchronous, with the file-aware prefetch, ``stop``, ``session-end``):
   wall time p50/p95 and what the user waits for, as hooks.json decides
   (:func:`testing.plugin_check.user_waits`): a synchronous hook's wall time, 0 for an async one
@@ -75,8 +77,11 @@ USER = "bench-user"
 RECALL_TARGETS_MS = {10_000: 15.0, 100_000: 40.0}
 #: What the user waits for in UserPromptSubmit with the daemon up, p95.
 PROMPT_TARGET_MS = 15.0
-EVENTS = ("session-start", "user-prompt-submit", "pre-compact", "post-tool-use", "post-tool-use:Read", "stop",
-          "session-end")
+#: ``user-prompt-submit`` is a prompt of a started session (its SessionStart sent first, untimed);
+#: ``user-prompt-submit:first`` a session's first prompt with no SessionStart before it (it carries
+#: the session's block too).
+EVENTS = ("session-start", "user-prompt-submit", "user-prompt-submit:first", "pre-compact", "post-tool-use",
+          "post-tool-use:Read", "stop", "session-end")
 #: The no-op event: the launcher's process start and the socket round trip, no work in the daemon.
 NOOP = "post-compact"
 #: Files the ``post-tool-use:Read`` payloads read (a different one each time: a file is prefetched once a session).
@@ -140,6 +145,8 @@ class Side:
         for name in ("DEXAI_MEMORY_PROJECT", "DEXAI_MEMORY_DISABLED", "DEXAI_HOOK_TOKEN", "DEXAI_HOOK_PYTHON",
                      "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA"):
             env.pop(name, None)
+        # no plugin venv of a past install: the launcher finds `dexai` on PATH, this checkout's
+        env["CLAUDE_PLUGIN_DATA"] = str(self.settings.home / "plugin-data")
         return env
 
     def daemon_pid(self) -> int | None:
@@ -203,7 +210,7 @@ def _payload(event: str, i: int, transcript: Path, queries: Sequence[str]) -> di
                             "cwd": str(REPO_ROOT), "hook_event_name": HOOK_NAMES[name]}
     if event == "session-start":
         base["source"] = "startup"
-    elif event == "user-prompt-submit":
+    elif name == "user-prompt-submit":
         base.update(prompt=queries[i % len(queries)], prompt_id=f"p{i}")
     elif event in ("pre-compact", "post-compact"):
         base.update(trigger="manual", custom_instructions=None)
@@ -323,6 +330,9 @@ def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int,
             for name, side, runner in order:
                 payload = {**_payload(event, max(i, 0), transcript, queries),
                            "session_id": f"{name}-{event}-{i}"}
+                if event == "user-prompt-submit":  # a prompt of a started session (untimed start)
+                    ask_daemon(side, "session-start", {**_payload("session-start", 0, transcript, queries),
+                                                       "session_id": payload["session_id"]})
                 pid = side.daemon_pid()
                 before = cpu_ms(pid)
                 ms, own_cpu, out = runner(side, event, payload)
@@ -336,7 +346,7 @@ def warm_walls(sides: Sequence[Side], queries: Sequence[str], reps: int,
             if runner is not ask_daemon:
                 stats["cpu_p50_ms"] = round(sorted(cpu[name])[len(cpu[name]) // 2], 1)
             stats["daemon_cpu_mean_ms"] = round(daemon_cpu[name] / n, 1)
-            if event == "user-prompt-submit":
+            if event.startswith("user-prompt-submit"):
                 stats["answered_with_context"] = f"{answered[name]}/{n}"
             if runner is noop_hook:
                 beside[event] = stats

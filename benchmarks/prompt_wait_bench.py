@@ -4,8 +4,11 @@ The Claude Code CLI bundled in claude-agent-sdk (``dexai_memory.demo.claude_cli`
 the local fake Messages API (``dexai_memory.demo.fakeapi``, 127.0.0.1 only), signed in with a
 token and no API key, with the harness's environment (no telemetry, no autoupdate, no
 nonessential traffic). Prompts of the same shape alternate in one run: with the plugin
-(``--plugin-dir``) and without it (the control), N pairs, the order swapped every other pair
-(with/without, then without/with) so neither arm always follows the other. For each run:
+(``--plugin-dir``) and without it (the control), N pairs, each arm leading in turn so neither
+always follows the other. ``--floor`` adds a third arm: a plugin with the same doors doing
+nothing (no-op command hooks, a standard-library MCP server listing our tools), what any plugin
+shaped like ours costs in this CLI; ``--also DIR`` adds another plugin directory (e.g. an older
+hooks.json) served by the same package and daemon. For each run:
 
 * **wait**: from spawning ``claude -p`` to the fake API receiving the main model request (the
   ``/v1/messages`` request of this run's session, ``--session-id``, whose last user message holds
@@ -86,6 +89,8 @@ HOOK_RE = re.compile(r"Hooks: (?P<name>\S+) \[(?P<cmd>.*)\] \(plugin (?P<plugin>
 MCP_RE = re.compile(r'MCP server "(?P<name>[^"]+)": (?P<what>Starting connection|Successfully connected '
                     r"\(transport: (?P<transport>[^)]*)\) in (?P<ms>\d+)ms|.*probe timed out)")
 STAMP_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)")
+MCP_HOOK_RE = re.compile(r"Hooks: mcp_tool calling (?P<server>\S+)/(?P<tool>\S+) with")
+HOOK_DONE_RE = re.compile(r'"Hook (?P<event>\w+) \(\w+\) (?:success|error)')
 
 
 @dataclass
@@ -104,9 +109,46 @@ def _scrubbed(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("DEXAI_")}
 
 
+#: The floor arm's MCP server: the plugin's tool list, answered at once, standard library only.
+FLOOR_SERVER = """import json, sys
+tools = json.loads(sys.argv[1])
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    result = ({"protocolVersion": message["params"].get("protocolVersion"), "capabilities": {"tools": {}},
+               "serverInfo": {"name": "floor", "version": "0"}} if method == "initialize"
+              else {"tools": tools} if method == "tools/list" else {})
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+def floor_plugin(tmp: Path, python: Path) -> Path:
+    """A plugin with the same doors as ours doing nothing (``--floor``): command hooks that read
+    their input and answer ``{}`` for the events a prompt waits for (SessionStart,
+    UserPromptSubmit, Stop), and a standard-library MCP server listing our three tools. What any
+    plugin with these doors costs in this CLI, measured beside ours."""
+    from dexai_memory.agent_tools.specs import TOOL_SPECS
+
+    root = tmp / "floor-plugin"
+    (root / "hooks").mkdir(parents=True)
+    shutil.copytree(REPO_ROOT / ".claude-plugin", root / ".claude-plugin")
+    (root / "hooks" / "server.py").write_text(FLOOR_SERVER, encoding="utf-8")
+    noop = [{"hooks": [{"type": "command", "command": "cat >/dev/null; echo '{}'", "timeout": 30}]}]
+    (root / "hooks" / "hooks.json").write_text(json.dumps(
+        {"hooks": {event: noop for event in ("SessionStart", "UserPromptSubmit", "Stop")}}), encoding="utf-8")
+    tools = json.dumps([spec.to_wire() for spec in TOOL_SPECS])
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"dexai-memory": {
+        "command": str(python), "args": ["-S", "${CLAUDE_PLUGIN_ROOT}/hooks/server.py", tools]}}}), encoding="utf-8")
+    return root
+
+
 def make_arms(tmp: Path, base_url: str, plugin_dir: Path, python: Path, hook_python: str,
-              ) -> tuple[Arm, Arm, Path]:
-    """(with-plugin arm, control arm, the with-plugin DEXAI_MEMORY_HOME)."""
+              extra_plugins: Sequence[tuple[str, Path]] = ()) -> tuple[list[Arm], Path]:
+    """([with-plugin arm, control arm, one arm per ``extra_plugins`` (name, directory)], the
+    with-plugin DEXAI_MEMORY_HOME, which the extra arms share)."""
     memory_home = tmp / "memory"
     memory_home.mkdir(parents=True)
     bin_dir = str(python.parent)
@@ -116,7 +158,7 @@ def make_arms(tmp: Path, base_url: str, plugin_dir: Path, python: Path, hook_pyt
     if hook_python == "env":
         dexai_env["DEXAI_HOOK_PYTHON"] = str(python)
     arms = []
-    for name, plugins in (("with", [plugin_dir]), ("without", [])):
+    for name, plugins in (("with", [plugin_dir]), ("without", []), *((n, [d]) for n, d in extra_plugins)):
         home = tmp / f"home-{name}"
         (home / ".claude").mkdir(parents=True)
         extra = {**dexai_env, "CLAUDE_CONFIG_DIR": str(home / ".claude")}
@@ -124,7 +166,7 @@ def make_arms(tmp: Path, base_url: str, plugin_dir: Path, python: Path, hook_pyt
         env.update({k: v for k, v in extra.items() if k.startswith("DEXAI_")})
         arms.append(Arm(name, env, plugins))
     (tmp / "project").mkdir()
-    return arms[0], arms[1], memory_home
+    return arms, memory_home
 
 
 def dexai_command(python: Path) -> list[str]:
@@ -239,10 +281,17 @@ def parse_debug_log(path: Path, t0: float) -> dict[str, Any]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return {"hooks": hooks, "mcp": []}
+    calling: float | None = None  # an mcp_tool hook under way: when it was called (ms after the spawn)
     for line in lines:
         at = _stamp(line)
         at_ms = None if at is None else round((at - t0) * 1000.0, 1)
-        if (m := HOOK_RE.search(line)) and not m.group("plugin").endswith("@builtin"):
+        if MCP_HOOK_RE.search(line):
+            calling = at_ms
+        elif calling is not None and at_ms is not None and (m := HOOK_DONE_RE.search(line)):
+            hooks.append({"event": m.group("event"), "name": f"{m.group('event')} (mcp_tool)",
+                          "ms": round(at_ms - calling), "rc": 0, "finished_at_ms": at_ms})
+            calling = None
+        elif (m := HOOK_RE.search(line)) and not m.group("plugin").endswith("@builtin"):
             hooks.append({"event": m.group("name").split(":")[0], "name": m.group("name"),
                           "ms": int(m.group("ms")), "rc": int(m.group("rc")), "finished_at_ms": at_ms})
         elif m := MCP_RE.search(line):
@@ -322,14 +371,14 @@ def _stats(values: Sequence[float | None]) -> dict[str, Any]:
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per-arm wait and wall, per-pair added wait, the plugin's hook and MCP times, other requests."""
-    by_arm = {arm: [r for r in runs if r["arm"] == arm] for arm in ("with", "without")}
+    by_arm = {arm: [r for r in runs if r["arm"] == arm] for arm in dict.fromkeys(r["arm"] for r in runs)}
     arms = {arm: {"wait": _stats([r["wait_ms"] for r in rs]), "wall": _stats([r["wall_ms"] for r in rs]),
                   "errors": sum(1 for r in rs if "error" in r)} for arm, rs in by_arm.items()}
     pairs: dict[int, dict[str, float]] = {}
     for r in runs:
         if r["wait_ms"] is not None:
             pairs.setdefault(r["pair"], {})[r["arm"]] = r["wait_ms"]
-    added = [p["with"] - p["without"] for p in pairs.values() if len(p) == 2]
+    added = [p["with"] - p["without"] for p in pairs.values() if "with" in p and "without" in p]
     hooks: dict[str, list[float]] = {}
     mcp: dict[str, list[float | None]] = {}
     done_at: dict[str, list[float | None]] = {}  # when each part finished, ms after the spawn
@@ -375,7 +424,10 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
             "wait_ratio_p50": ratio, "target_ratio": TARGET_RATIO,
             "added_wait_p50_ms": _p50(results["added_wait"]),
             "with_wall_p50_ms": _p50(w["wall"]), "without_wall_p50_ms": _p50(c["wall"]),
-            "wall_ratio_p50": wall_ratio, "errors": w["errors"] + c["errors"]}
+            "wall_ratio_p50": wall_ratio, "errors": sum(a["errors"] for a in arms.values()),
+            **{f"{name}_wait_p50_ms": _p50(a["wait"]) for name, a in arms.items() if name not in ("with", "without")},
+            **{f"{name}_wait_ratio_p50": round(float(a["wait"]["p50_ms"]) / float(c["wait"]["p50_ms"]), 3)
+               for name, a in arms.items() if name not in ("with", "without") and _p50(a["wait"]) and _p50(c["wait"])}}
 
 
 def report(results: dict[str, Any], summary: dict[str, Any], params: dict[str, Any]) -> str:
@@ -424,9 +476,16 @@ def measure(args: Any, tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     python = Path(args.python)
     plugin_dir = Path(args.plugin_dir).resolve()
     with FakeMessagesAPI() as api:
-        with_arm, control, memory_home = make_arms(tmp, api.base_url, plugin_dir, python, args.hook_python)
+        extra = [("floor", floor_plugin(tmp, python))] if args.floor else []
+        extra += [(f"also{i}", Path(d).resolve()) for i, d in enumerate(args.also or (), 1)]
+        arms, memory_home = make_arms(tmp, api.base_url, plugin_dir, python, args.hook_python, extra)
+        with_arm, control = arms[0], arms[1]
         daemon = Daemon(python, with_arm.env, memory_home)
         info: dict[str, Any] = {"package": package_path(python, with_arm.env)}
+        # bytecode as an installed package has it (pip compiles at install; a checkout under
+        # PYTHONDONTWRITEBYTECODE would compile every changed module in every process)
+        subprocess.run([str(python), "-m", "compileall", "-q", str(Path(info["package"]).parent)],
+                       env=with_arm.env, capture_output=True, timeout=300, check=False)
         try:
             say("warm-up: one prompt with the plugin")
             warmup = [run_once(api, with_arm, 0, tmp, args.debug_log)]
@@ -438,13 +497,13 @@ def measure(args: Any, tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
                     answering = daemon.wait_answering(DAEMON_WAIT_S)
                 info["daemon_answering"] = answering
                 say(f"daemon answering: {answering} (started by {info['daemon_started_by']})")
-            for arm in (control, with_arm):
+            for arm in (control, *arms[2:], with_arm):
                 warmup.append(run_once(api, arm, 0, tmp, args.debug_log))
             info["warmup"] = [{k: r.get(k) for k in ("arm", "wait_ms", "wall_ms", "error")} for r in warmup]
             runs = []
             for pair in range(1, args.runs + 1):
-                order = (with_arm, control) if pair % 2 else (control, with_arm)
-                for arm in order:
+                shift = (pair - 1) % len(arms)  # each arm leads in turn
+                for arm in arms[shift:] + arms[:shift]:
                     met_daemon = None
                     if args.cold and arm is with_arm:
                         daemon.stop()
@@ -487,6 +546,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-debug-log", dest="debug_log", action="store_false",
                         help="no --debug-file for the CLI (no per-hook times)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (debug logs)")
+    parser.add_argument("--floor", action="store_true",
+                        help="a third arm, interleaved: a plugin with the same doors doing nothing (no-op command "
+                             "hooks for SessionStart, UserPromptSubmit and Stop, a stdlib MCP server listing the "
+                             "tools): what any plugin shaped like ours costs in this CLI")
+    parser.add_argument("--also", action="append", metavar="DIR",
+                        help="one more plugin directory as its own arm, interleaved (e.g. a checkout of an older "
+                             "hooks.json served by the same package and daemon); repeatable")
     args = parser.parse_args(argv)
     if args.quick:
         args.runs = min(args.runs, 2)
@@ -497,7 +563,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "python": args.python, "claude_version": claude_version(), "auth": "token (no API key)",
         "hook_python": ("DEXAI_HOOK_PYTHON=" + args.python) if args.hook_python == "env"
         else f"`dexai` of {Path(args.python).parent} first on PATH",
-        "order": "alternating: odd pairs with then without, even pairs without then with",
+        "order": "interleaved: each pair runs every arm once, each arm leading in turn",
+        "floor": args.floor, "also": [str(Path(d).resolve()) for d in args.also or ()],
         "debug_log": args.debug_log, "extractor": "offline", "uptime_before": _uptime()}
     say(f"claude {params['claude_version']}, plugin {params['plugin_dir']}, {args.runs} pairs; "
         f"{params['uptime_before']}")

@@ -154,6 +154,25 @@ async def test_a_new_daemon_catches_up_a_session_it_never_saw(settings: Settings
     assert len(user_prompts(settings.home)) == 4
 
 
+async def test_a_reply_whose_prompt_never_reached_the_daemon_catches_up(settings: Settings, tmp_path: Path) -> None:
+    """A turn whose UserPromptSubmit never arrived (the plugin's ``mcp_tool`` hook is skipped while
+    its MCP server is not connected): the Stop that follows finds no recorded prompt for its reply
+    and queues the transcript's prompt, though the session was caught up already."""
+    transcript, turns = tmp_path / "t.jsonl", []
+    async with running_daemon(settings) as daemon:
+        await say(settings.home, transcript, turns, 0, sid="s-skip", daemon=daemon)
+        assert "s-skip" in daemon.executor._caught_up
+        base = {"session_id": "s-skip", "transcript_path": str(transcript)}
+        for i in (1, 2):  # no UserPromptSubmit for these turns, only the transcript has them
+            turns += [("user", PROMPTS[i]), ("assistant", f"Noted ({i}).")]
+            write_transcript(transcript, turns)
+            await handle(daemon, "stop", {**base, "last_assistant_message": f"Noted ({i})."})
+            assert sorted(user_prompts(settings.home)) == sorted(PROMPTS[:i + 1])
+        await say(settings.home, transcript, turns, 3, sid="s-skip", daemon=daemon)
+        await handle(daemon, "session-end", base)
+    assert sorted(user_prompts(settings.home)) == sorted(PROMPTS[:4])  # each once
+
+
 async def test_a_normal_session_queues_each_prompt_once(settings: Settings, tmp_path: Path) -> None:
     """No fault: the catch-up finds nothing to add, whatever ids the prompts had (Claude Code's
     ``prompt_id`` in the hook input and ``promptId`` in the transcript, or neither)."""

@@ -407,8 +407,9 @@ class EventExecutor:
         """Queue the turn: its prompts (recorded by UserPromptSubmit) and the reply. An async
         Stop may run beside the next prompt's UserPromptSubmit: it queues the prompts received
         before it (the next Stop queues the later ones). The session's first Stop since the
-        daemon started, and the first after a failed event, first queue the transcript's
-        answered prompts no hook queued (a fault kept them out)."""
+        daemon started, the first after a failed event, and one whose reply follows no recorded
+        prompt (its UserPromptSubmit never arrived: an ``mcp_tool`` hook skipped because the MCP
+        server was not connected) first queue the transcript's answered prompts no hook queued."""
         reply = str(event.payload.get("last_assistant_message") or "")
         await self.close_turn(event, reply=reply, before=event.received if event.background else None,
                               catch_up=not event.replayed and event.session_id not in self._caught_up)
@@ -466,6 +467,9 @@ class EventExecutor:
         settings, sid = self.settings, event.session_id
         state = await asyncio.to_thread(load_session, settings, sid)
         mine = [p for p in pending_prompts(state) if before is None or float(p.get("at") or 0) <= before]
+        # a reply with no prompt recorded before it: that turn's UserPromptSubmit never reached us
+        catch_up = catch_up or (event.name == "stop" and not mine and bool(reply and reply.strip())
+                                and not event.replayed)
         handled: list[str] = []
         if catch_up:
             caught = await self.caught_up_prompts(event, state, answered_only=event.name != "session-end")
