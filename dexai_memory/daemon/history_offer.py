@@ -59,8 +59,8 @@ async def history_offer(provider: MemoryProvider, settings: Settings, event: Hoo
         log = HistoryLog(settings.home, event.user_id)
         if await asyncio.to_thread(lambda: bool(log.offered() or log.sessions())):
             return ""
-        if await provider.count(user_id=event.user_id) >= NEW_STORE:
-            return ""
+        if len(await provider.list(user_id=event.user_id, limit=NEW_STORE)) >= NEW_STORE:
+            return ""  # (a bounded read: counting a large store at every session start costs ms)
         past = await asyncio.to_thread(_past_sessions, event)
         if not past:
             return ""
