@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 import sys
 import webbrowser
+from typing import Any
 
 import click
 
@@ -31,7 +34,10 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
     When a daemon (`dexai daemon`) already serves the API (daemon.api_port)
     for the same user ($DEXAI_MEMORY_USER or $USER) and no --project, its URL
     is printed and opened instead, and the command exits at once (exit 0):
-    the daemon keeps serving it.
+    the daemon keeps serving it. With no daemon running (and no --project),
+    this command is the memory daemon until it stops: the hooks, the MCP
+    server and the CLI use it meanwhile, so the store keeps one writer; Ctrl+C
+    stops both (the next hook starts a daemon again).
     """
     from dexai_memory.api.app import build_app
     from dexai_memory.api.auth import load_token
@@ -51,6 +57,8 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
     except OSError as exc:
         fail(f"cannot listen on 127.0.0.1:{port}: {os_error_message(exc)} (try --port 0)")
     url = panel_url(sock.getsockname()[1], token)
+    if not ctx.project and _serve_as_daemon(ctx, sock, url, no_open):
+        return
     click.echo(f"Serving the memory panel of {ctx.user} (Ctrl+C stops it).", err=True)
     try:
         click.echo(url)
@@ -62,6 +70,45 @@ def panel(port: int, no_open: bool, ctx: Context) -> None:
         pass
     finally:
         sock.close()
+
+
+def _serve_as_daemon(ctx: Context, sock: socket.socket, url: str, no_open: bool) -> bool:
+    """No daemon running: run one in this process that serves the panel on ``sock``
+    (:func:`dexai_memory.daemon.serve.serve`); False when a daemon runs (or started meanwhile),
+    so the panel serves beside it."""
+    from dexai_memory.daemon.control import lock_held
+    from dexai_memory.daemon.serve import serve as serve_daemon
+    from dexai_memory.errors import DaemonRunning
+
+    if lock_held(ctx.settings):
+        return False
+    announced = False
+
+    def ready(report: dict[str, Any]) -> None:
+        nonlocal announced
+        click.echo(f"Serving the memory panel of {ctx.user} from the memory daemon in this process "
+                   f"(pid {report['pid']}; the hooks and the CLI use it too). Ctrl+C stops both.", err=True)
+        click.echo(url)
+        sys.stdout.flush()
+        announced = True
+        if not no_open:
+            webbrowser.open(url)
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve_daemon(ctx.settings, on_ready=ready, panel=(sock, ctx.user)))
+    except DaemonRunning:
+        if announced:
+            raise
+        return False  # a hook started one between the look and the lock
+    except DexaiMemoryError as exc:
+        if announced:
+            fail(str(exc))
+        # another process works on this store (its queue is taken): the panel serves beside it
+        click.echo(f"Warning: no memory daemon could start here ({exc}); the panel serves on its own.", err=True)
+        return False
+    return True
 
 
 def _open_daemons(url: str, no_open: bool) -> None:

@@ -115,13 +115,14 @@ class ApiServer:
         self._task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
 
-    async def start(self, port: int = DEFAULT_PORT) -> bool:
-        """Serve on ``port``; False (logged, nothing else changes) when it is taken."""
+    async def start(self, port: int = DEFAULT_PORT, *, sock: socket.socket | None = None) -> bool:
+        """Serve on ``port`` (or on ``sock``, bound already: ``dexai panel``); False (logged, nothing
+        else changes) when it is taken."""
         from .app import build_app
         from .auth import load_token
 
         try:
-            self._sock = bind(port)
+            self._sock = sock if sock is not None else bind(port)
         except OSError as exc:
             logger.warning("not serving the API: cannot listen on %s:%s (%s); set daemon.api_port", HOST, port, exc)
             return False

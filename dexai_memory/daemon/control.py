@@ -406,8 +406,10 @@ def port_problems(settings: Settings, st: DaemonStatus, *, settle: float = PORT_
     for key, port, what, record in _ports_to_check(settings):
         deadline = time.monotonic() + settle
         while True:
-            if st.answering and _recorded(settings, record) == (st.pid, port):
-                break  # the daemon serves it
+            served = _recorded(settings, record)
+            if st.answering and (served == (st.pid, port) or (record == API_RECORD and served is not None
+                                                                and served[0] == st.pid)):
+                break  # the daemon serves it (the panel's own port, when `dexai panel` runs the daemon)
             taken = port_taken(port)
             if not st.running:
                 if taken:

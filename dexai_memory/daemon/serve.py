@@ -15,13 +15,14 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
 from ..datadir import ensure_home
-from ..errors import DaemonRunning
+from ..errors import DaemonError, DaemonRunning
 from .control import DaemonLock, read_pid
 from .core import MemoryDaemon
 
@@ -44,11 +45,15 @@ async def idle_watch(daemon: MemoryDaemon, minutes: float, stop: asyncio.Event) 
 
 async def serve(settings: Settings, *, schedule: bool = True, flush_timeout: float = 5.0,
                 idle_exit_minutes: float = 0.0, lock_wait: float = 0.0,
-                on_ready: Callable[[dict[str, Any]], None] = lambda ready: None) -> None:
+                on_ready: Callable[[dict[str, Any]], None] = lambda ready: None,
+                panel: tuple[socket.socket, str] | None = None) -> None:
     """Run the daemon of ``settings.home`` until SIGTERM/SIGINT, ``daemon.shutdown`` or the idle
     exit. ``on_ready`` gets the ready report (pid, socket, ops, schedule, ports) once serving.
-    Raises :class:`~dexai_memory.errors.DaemonRunning` when another daemon holds the lock (with
-    ``lock_wait``: after waiting that long, and then with ``waited`` set)."""
+    ``panel`` (``dexai panel`` with no daemon running: a socket bound already and the panel's
+    user): the daemon serves the panel and the API there, over its own provider and write lock,
+    instead of on ``daemon.api_port``, so the panel's writes have the one writer every other door
+    has. Raises :class:`~dexai_memory.errors.DaemonRunning` when another daemon holds the lock
+    (with ``lock_wait``: after waiting that long, and then with ``waited`` set)."""
     ensure_home(settings.home)
     lock = DaemonLock(settings)
     if not await asyncio.to_thread(lock.acquire, lock_wait):
@@ -58,7 +63,7 @@ async def serve(settings: Settings, *, schedule: bool = True, flush_timeout: flo
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    daemon = MemoryDaemon(settings, serve_socket=True, schedule=schedule, serve_api=True)
+    daemon = MemoryDaemon(settings, serve_socket=True, schedule=schedule, serve_api=panel is None)
 
     async def shutdown(req: dict[str, Any]) -> dict[str, Any]:
         logger.info("shutdown requested (%s)", req.get("reason") or "?")
@@ -66,8 +71,15 @@ async def serve(settings: Settings, *, schedule: bool = True, flush_timeout: flo
         return {"stopping": True}
 
     daemon.ipc.register("daemon.shutdown", shutdown)
+    api = None
     try:
         await daemon.start()
+        if panel is not None:
+            from ..api.server import ApiServer
+
+            api = ApiServer(settings, daemon.provider, panel[1], write_lock=daemon.write_lock)
+            if not await api.start(sock=panel[0]):
+                raise DaemonError("the memory panel did not start (see the log above)")
         http = None
         if settings.daemon.http_port:
             from .http_hooks import HookHttpServer
@@ -80,7 +92,8 @@ async def serve(settings: Settings, *, schedule: bool = True, flush_timeout: flo
         on_ready({"ready": True, "pid": os.getpid(), "socket": str(settings.socket_path),
                   "home": str(settings.home), "ops": sorted(daemon.ipc.handlers),
                   "scheduled": daemon.next_runs(), "idle_exit_minutes": idle_exit_minutes,
-                  "http_hooks_port": http.port if http is not None else None})
+                  "http_hooks_port": http.port if http is not None else None,
+                  "panel_port": api.port if api is not None else None})
         try:
             await stop.wait()
         finally:
@@ -89,5 +102,7 @@ async def serve(settings: Settings, *, schedule: bool = True, flush_timeout: flo
             if http is not None:
                 await http.aclose()
     finally:
+        if api is not None:
+            await api.aclose()
         await daemon.stop(flush_timeout=flush_timeout)
         lock.release()

@@ -58,3 +58,45 @@ def test_a_taken_port_is_a_clean_error(isolated_home: Path) -> None:
         sock.close()
     assert proc.returncode == 1 and out == ""
     assert "cannot listen on 127.0.0.1" in err and "--port 0" in err and "Traceback" not in err
+
+
+def test_with_no_daemon_running_the_panel_is_the_daemon(isolated_home: Path, tmp_path: Path) -> None:
+    """The store keeps one writer: the panel's process holds the daemon's lock and socket, so the
+    hooks and the CLI go to it (autostart off: nothing else could answer them) and see what the
+    panel wrote; Ctrl+C stops both."""
+    import os
+
+    from dexai_memory.config import load_settings
+    from dexai_memory.daemon.control import lock_held, status
+
+    env = {**os.environ, "DEXAI_DAEMON_AUTOSTART": "0", "DEXAI_MEMORY_USER": "sam"}
+    proc = start(isolated_home, "--port", "0")
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        parts = urlsplit(url)
+        token = parse_qs(parts.query)["token"][0]
+        settings = load_settings(home=isolated_home)
+        st = status(settings)
+        assert st.answering and st.pid == proc.pid and lock_held(settings)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{parts.port}/api/memories", method="POST",
+            data=json.dumps({"content": "The staging server is stage.example.com"}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status in (200, 201)
+        listed = subprocess.run([sys.executable, "-m", "dexai_memory.cli.main", "memory", "list", "--user", "sam"],
+                                capture_output=True, text=True, env=env, timeout=60, check=True)
+        assert "stage.example.com" in listed.stdout
+        hook = subprocess.run([str(Path(__file__).resolve().parents[2] / "hooks" / "dexai-hook"), "session-start"],
+                              input=json.dumps({"session_id": "s1", "source": "startup", "cwd": str(tmp_path),
+                                                "hook_event_name": "SessionStart"}),
+                              capture_output=True, text=True, env={**env, "DEXAI_HOOK_PYTHON": sys.executable},
+                              timeout=60, check=True)
+        assert "stage.example.com" in hook.stdout  # answered by the panel's daemon
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert "memory daemon in this process" in err
+    assert not lock_held(load_settings(home=isolated_home)) and not (isolated_home / "api.json").exists()
