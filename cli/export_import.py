@@ -305,21 +305,29 @@ def import_(file: Path, skip_existing: bool, vectors: str, ctx: Context) -> None
 
     async def go(p: MemoryProvider) -> tuple[ImportPlan, Imported, str, int]:
         from dexai_memory.cli.ingest import embed_waiting, resolve_vectors
+        from dexai_memory.daemon.lease import write_lease
+
+        # a running daemon lends its write lock: the plan and every decision see a store nobody
+        # else changes meanwhile (dexai_memory.daemon.lease)
+        async with write_lease(ctx.settings):
+            plan = await plan_import(p, lines)
+            done = await _store_planned(p, plan)
+        mode = resolve_vectors(vectors, len(plan.todo), ctx.settings.embedding.ingest_now_max_turns)
+        if mode == "now":
+            await embed_waiting(p, ctx)
+        return plan, done, mode, await p.pending_vectors()
+
+    async def _store_planned(p: MemoryProvider, plan: ImportPlan) -> Imported:
         from dexai_memory.supersession.imports import import_memories
 
-        plan = await plan_import(p, lines)
-        mode = resolve_vectors(vectors, len(plan.todo), ctx.settings.embedding.ingest_now_max_turns)
         # store first, then embed in big batches on every core; new current statements go through
         # supersession oldest first, the rest in one transaction
         async with p.deferred_vectors():
             with progress(len(plan.todo), "importing", enabled=not ctx.json) as update:
-                done = await import_memories(
+                return await import_memories(
                     p, plan.todo, events, top_k=ctx.settings.supersession.comparison_top_k,
                     enabled=ctx.settings.supersession.enabled, progress=update,
                     store_batch=lambda todo: store_all_or_nothing(p, todo, lambda _n: None))
-        if mode == "now":
-            await embed_waiting(p, ctx)
-        return plan, done, mode, await p.pending_vectors()
 
     plan, done, mode, pending = with_provider(ctx, go)
     added = len(done.stored)

@@ -61,6 +61,7 @@ async def embed_waiting(provider: MemoryProvider, ctx: Context) -> float:
 
 async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: str = "auto") -> IngestRun:
     """Read, then ingest ``path`` for ``ctx.user`` (see :class:`IngestRun`)."""
+    from dexai_memory.daemon.lease import write_lease
     from dexai_memory.extraction.factory import make_classifier
     from dexai_memory.pipeline import Pipeline
     from dexai_memory.providers import make_provider
@@ -74,10 +75,12 @@ async def ingest_file(ctx: Context, path: Path, session: str | None, vectors: st
     start = time.perf_counter()
     async with make_provider(ctx.settings) as provider:
         pipeline = Pipeline(provider, ctx.settings, classifier=make_classifier(ctx.settings))
+        # a running daemon lends its write lock while the turns are decided and stored
         with progress(len(turns), "ingest", enabled=not ctx.json) as update:
-            # each turn keeps its own session (its line's session_id, else ``session``)
-            report = await pipeline.ingest(turns, user_id=ctx.user, session_id=None, project=ctx.project,
-                                           progress=update, vectors="later")
+            async with write_lease(ctx.settings):
+                # each turn keeps its own session (its line's session_id, else ``session``)
+                report = await pipeline.ingest(turns, user_id=ctx.user, session_id=None, project=ctx.project,
+                                               progress=update, vectors="later")
         vector_seconds = await embed_waiting(provider, ctx) if mode == "now" else 0.0
         pending = await provider.pending_vectors()
     sessions = list(dict.fromkeys(t.session_id for t in turns if t.session_id))

@@ -15,6 +15,10 @@ Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` f
 ``store.run``       ``name, user_id, ...`` -> a change to the store by hand (``edit``, ``pin``,
                     ``forget``, ``supersede``, ``clear``, ...: :mod:`dexai_memory.lifecycle.requests`),
                     run under the write lock; the CLI's writing commands ask this
+``writer.lease``    ``seconds``? -> ``lease``: the daemon's write lock, lent to a bulk command
+                    (``ingest``, ``import``, ``learn-history``) until ``writer.release``
+                    ``lease`` or for at most ``seconds`` (:data:`MAX_LEASE_SECONDS`): the store
+                    keeps one writer at a time, and the command's decisions see every write
 ``enqueue``         ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``
 ``queue.notify``    -> ``{}`` (something wrote to queue.db directly: look now)
 ``flush``           ``timeout``? -> ``flushed``, ``pending``
@@ -28,6 +32,7 @@ import asyncio
 import logging
 import os
 import re
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -42,6 +47,11 @@ from .session_state import compaction_instructions
 logger = logging.getLogger(__name__)
 
 Op = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+#: Longest a lease of the write lock lasts (seconds): a bulk command that dies holding it loses it then.
+MAX_LEASE_SECONDS = 300.0
+#: Longest a lease request waits for the write lock (a batch of the queue worker holds it).
+LEASE_WAIT_SECONDS = 60.0
 
 
 def socket_ops(daemon: Any) -> dict[str, Op]:
@@ -89,8 +99,45 @@ def socket_ops(daemon: Any) -> dict[str, Op]:
         async with daemon.write_lock:
             return await run_request(daemon.provider, daemon.settings, req)
 
+    leases: dict[str, asyncio.Event] = {}
+
+    async def writer_lease(req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            seconds = min(max(float(req.get("seconds") or MAX_LEASE_SECONDS), 1.0), MAX_LEASE_SECONDS)
+        except (TypeError, ValueError):
+            return {"ok": False, "error": "writer.lease: 'seconds' must be a number"}
+        token = secrets.token_hex(8)
+        held, done = asyncio.Event(), asyncio.Event()
+        leases[token] = done
+
+        async def hold() -> None:
+            try:
+                async with daemon.write_lock:
+                    held.set()
+                    try:
+                        await asyncio.wait_for(done.wait(), seconds)
+                    except TimeoutError:
+                        logger.warning("a bulk command held the write lock for %.0fs: taken back", seconds)
+            finally:
+                leases.pop(token, None)
+
+        daemon.spawn(hold(), "writer-lease")
+        try:
+            await asyncio.wait_for(held.wait(), LEASE_WAIT_SECONDS)
+        except TimeoutError:
+            done.set()  # when the lock comes, it is given back at once
+            return {"ok": False, "error": f"the write lock stayed busy for {LEASE_WAIT_SECONDS:.0f}s"}
+        return {"lease": token, "seconds": seconds}
+
+    async def writer_release(req: dict[str, Any]) -> dict[str, Any]:
+        done = leases.get(str(req.get("lease") or ""))
+        if done is not None:
+            done.set()
+        return {"released": done is not None}
+
     return {"ping": ping, "hook.event": hook_event, "recall": recall, "enqueue": enqueue, "flush": flush,
-            "health": health, "queue.notify": notify, "store.run": store_run}
+            "health": health, "queue.notify": notify, "store.run": store_run, "writer.lease": writer_lease,
+            "writer.release": writer_release}
 
 
 #: Seconds between looks at the installed package's version (a plugin update reinstalls it).

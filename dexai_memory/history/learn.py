@@ -321,6 +321,7 @@ async def learn(settings: Settings, user_id: str, sessions: Sequence[HistorySess
     the prompts and the replies read as their context). Vectors: see
     :meth:`~dexai_memory.pipeline.Pipeline.ingest`. Raises :class:`LearnBusy` when another run
     holds the data directory."""
+    from ..daemon.lease import write_lease
     from ..datadir import ensure_home
     from ..extraction.factory import make_classifier
     from ..pipeline import Pipeline
@@ -336,13 +337,14 @@ async def learn(settings: Settings, user_id: str, sessions: Sequence[HistorySess
             pipeline = Pipeline(provider, settings, classifier=make_classifier(settings))
             for group in batches(todo, batch_turns):
                 turns = [t for s in group for t in s.turns(user_id)]
-                report = await pipeline.ingest(turns, user_id=user_id, vectors=vectors, archive_evidence=False,
-                                               archive_turns=False, threshold=settings.extraction.gate_threshold,
-                                               progress=progress)
+                async with write_lease(settings):  # a running daemon's write lock, for this batch
+                    report = await pipeline.ingest(turns, user_id=user_id, vectors=vectors, archive_evidence=False,
+                                                   archive_turns=False, threshold=settings.extraction.gate_threshold,
+                                                   progress=progress)
+                    if settings.hooks.episodes:
+                        run.episodes += await store_episodes(provider, user_id, group, vectors=vectors)
+                    run.snapshots += await store_snapshots(provider, user_id, group)
                 run.report.merge(report)
-                if settings.hooks.episodes:
-                    run.episodes += await store_episodes(provider, user_id, group, vectors=vectors)
-                run.snapshots += await store_snapshots(provider, user_id, group)
                 log.record({s.session_id: s.entry() for s in group})
                 run.sessions += len(group)
                 run.prompts += sum(len(s.prompts) for s in group)

@@ -123,3 +123,57 @@ async def test_recall_as_of_is_answered_by_the_daemon_as_without_it(isolated_hom
     assert "Porto" in then["text"] and "Lisbon" not in then["text"]
     assert "Lisbon" in now["text"] and "Porto" not in now["text"]
     assert [r["text"] for r in served] == [r["text"] for r in alone]
+
+
+async def test_bulk_commands_write_while_the_daemon_lends_its_write_lock(isolated_home: Path, tmp_path: Path,
+                                                                        embedder: Embedder) -> None:
+    """``ingest`` and ``import`` write from their own process, but while a daemon runs they hold its
+    write lock (``writer.lease``): a change by hand waits for them, and they wait for the daemon's
+    own writes; the lease is given back at the end."""
+    settings = load_settings()
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    turns = tmp_path / "chat.jsonl"
+    turns.write_text("".join(json.dumps({"id": f"t{i}", "role": "user", "content": f"Remember that my {k} is {v}."})
+                             + "\n" for i, (k, v) in enumerate([("editor", "helix"), ("shell", "fish"),
+                                                                ("laptop", "a ThinkPad")])))
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(json.dumps({"content": "The staging server is stage.example.com", "type": "FACT"}) + "\n")
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider, \
+            running_daemon(settings, provider, serve_socket=True) as daemon:
+        asked: list[str] = []
+        for op in ("writer.lease", "writer.release"):
+            inner = daemon.ipc.handlers[op]
+
+            async def counted(req: dict[str, Any], inner: Any = inner, op: str = op) -> dict[str, Any]:
+                asked.append(op)
+                return await inner(req)  # type: ignore[no-any-return]
+            daemon.ipc.handlers[op] = counted
+        async with daemon.write_lock:  # the daemon is writing: the ingest waits for its turn
+            ingesting = asyncio.create_task(dexai(isolated_home, "memory", "ingest", str(turns), "--vectors", "later"))
+            await asyncio.sleep(2.0)
+            assert not ingesting.done() and asked == ["writer.lease"]
+        assert (await ingesting)["turns"] == 3
+        assert asked == ["writer.lease", "writer.release"] and not daemon.write_lock.locked()
+        imported = await dexai(isolated_home, "memory", "import", str(exported))
+        assert imported["imported"] == 1 and asked[2:] == ["writer.lease", "writer.release"]
+        assert not daemon.write_lock.locked()
+        stored = [m.content for m in await provider.list(user_id=U, limit=50)]
+        assert "The staging server is stage.example.com" in stored and any("helix" in c for c in stored)
+
+
+async def test_a_lease_ends_when_its_holder_forgets_it(isolated_home: Path, embedder: Embedder) -> None:
+    from dexai_memory.daemon.ipc import ipc_request
+
+    settings = load_settings()
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    async with NativeProvider(settings.db_path, embedder=embedder) as provider, \
+            running_daemon(settings, provider, serve_socket=True) as daemon:
+        lease = await asyncio.to_thread(ipc_request, settings.socket_path, {"op": "writer.lease", "seconds": 1}, 10)
+        assert lease is not None and lease["lease"] and daemon.write_lock.locked()
+        await asyncio.sleep(1.5)  # never released: taken back after its seconds
+        assert not daemon.write_lock.locked()
+        late = await asyncio.to_thread(ipc_request, settings.socket_path,
+                                       {"op": "writer.release", "lease": lease["lease"]}, 10)
+        assert late == {"released": False} or late.get("released") is False
+        bad = await asyncio.to_thread(ipc_request, settings.socket_path, {"op": "writer.lease", "seconds": "x"}, 10)
+        assert bad is not None and bad.get("ok") is False and not daemon.write_lock.locked()
