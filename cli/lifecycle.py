@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import click
@@ -16,6 +17,7 @@ def _clip(text: str, width: int = 90) -> str:
 
 async def _consolidate(ctx: Context, *, dry_run: bool, all_users: bool, cleanup_too: bool) -> list[dict[str, Any]]:
     from dexai_memory.consolidation import consolidate_user, known_users
+    from dexai_memory.daemon.lease import write_lease
     from dexai_memory.extraction.factory import make_form_writer, make_summarizer
     from dexai_memory.providers import make_provider
 
@@ -28,9 +30,11 @@ async def _consolidate(ctx: Context, *, dry_run: bool, all_users: bool, cleanup_
             users = await known_users(provider) if all_users else [ctx.user]
             with progress(len(users), "consolidate", enabled=not ctx.json) as update:
                 for user in users:
-                    out.append(await consolidate_user(provider, user, ctx.settings, dry_run=dry_run,
-                                                      cleanup_too=cleanup_too, summarizer=summarizer,
-                                                      form_writer=form_writer))
+                    # a running daemon lends its write lock for each user's run (nothing to lend for a dry run)
+                    async with write_lease(ctx.settings) if not dry_run else contextlib.nullcontext(False):
+                        out.append(await consolidate_user(provider, user, ctx.settings, dry_run=dry_run,
+                                                          cleanup_too=cleanup_too, summarizer=summarizer,
+                                                          form_writer=form_writer))
                     update(1)
     finally:
         if form_writer is not None:

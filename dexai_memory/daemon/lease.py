@@ -1,6 +1,6 @@
 """A bulk command's turn at the store: the running daemon's write lock, lent for one batch.
 
-``ingest``, ``import`` and ``learn-history`` write many memories from their own process (with
+``ingest``, ``import``, ``learn-history`` and ``consolidate`` write many memories from their own process (with
 their own progress, and their own choice of when to embed). While a daemon runs, each of their
 batches holds the daemon's write lock (``writer.lease``, :mod:`.ops`): the queue worker, the
 scheduled jobs and every door's write wait for it, so the store keeps one writer at a time and

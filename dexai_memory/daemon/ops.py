@@ -16,7 +16,7 @@ Request ``{"op": ..., ...}`` -> reply dict (see :mod:`dexai_memory.daemon.ipc` f
                     ``forget``, ``supersede``, ``clear``, ...: :mod:`dexai_memory.lifecycle.requests`),
                     run under the write lock; the CLI's writing commands ask this
 ``writer.lease``    ``seconds``? -> ``lease``: the daemon's write lock, lent to a bulk command
-                    (``ingest``, ``import``, ``learn-history``) until ``writer.release``
+                    (``ingest``, ``import``, ``learn-history``, ``consolidate``) until ``writer.release``
                     ``lease`` or for at most ``seconds`` (:data:`MAX_LEASE_SECONDS`): the store
                     keeps one writer at a time, and the command's decisions see every write
 ``enqueue``         ``turn`` (a turn dict), ``recent``? -> ``queued``, ``gated``, ``score``

@@ -127,9 +127,9 @@ async def test_recall_as_of_is_answered_by_the_daemon_as_without_it(isolated_hom
 
 async def test_bulk_commands_write_while_the_daemon_lends_its_write_lock(isolated_home: Path, tmp_path: Path,
                                                                         embedder: Embedder) -> None:
-    """``ingest`` and ``import`` write from their own process, but while a daemon runs they hold its
-    write lock (``writer.lease``): a change by hand waits for them, and they wait for the daemon's
-    own writes; the lease is given back at the end."""
+    """``ingest``, ``import`` and ``consolidate`` write from their own process, but while a daemon
+    runs they hold its write lock (``writer.lease``): they wait for the daemon's own writes, the
+    daemon's wait for them, and the lease is given back at the end."""
     settings = load_settings()
     isolated_home.mkdir(parents=True, exist_ok=True)
     turns = tmp_path / "chat.jsonl"
@@ -156,7 +156,8 @@ async def test_bulk_commands_write_while_the_daemon_lends_its_write_lock(isolate
         assert asked == ["writer.lease", "writer.release"] and not daemon.write_lock.locked()
         imported = await dexai(isolated_home, "memory", "import", str(exported))
         assert imported["imported"] == 1 and asked[2:] == ["writer.lease", "writer.release"]
-        assert not daemon.write_lock.locked()
+        await dexai(isolated_home, "memory", "consolidate")  # one lease per user's run
+        assert asked[4:] == ["writer.lease", "writer.release"] and not daemon.write_lock.locked()
         stored = [m.content for m in await provider.list(user_id=U, limit=50)]
         assert "The staging server is stage.example.com" in stored and any("helix" in c for c in stored)
 
