@@ -155,9 +155,9 @@ async def test_a_new_daemon_catches_up_a_session_it_never_saw(settings: Settings
 
 
 async def test_a_reply_whose_prompt_never_reached_the_daemon_catches_up(settings: Settings, tmp_path: Path) -> None:
-    """A turn whose UserPromptSubmit never arrived (the plugin's ``mcp_tool`` hook is skipped while
-    its MCP server is not connected): the Stop that follows finds no recorded prompt for its reply
-    and queues the transcript's prompt, though the session was caught up already."""
+    """A turn whose UserPromptSubmit never reached the daemon (the hook killed or skipped before it
+    could queue the event): the Stop that follows finds no recorded prompt for its reply and queues
+    the transcript's prompt, though the session was caught up already."""
     transcript, turns = tmp_path / "t.jsonl", []
     async with running_daemon(settings) as daemon:
         await say(settings.home, transcript, turns, 0, sid="s-skip", daemon=daemon)

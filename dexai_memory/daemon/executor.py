@@ -408,8 +408,8 @@ class EventExecutor:
         Stop may run beside the next prompt's UserPromptSubmit: it queues the prompts received
         before it (the next Stop queues the later ones). The session's first Stop since the
         daemon started, the first after a failed event, and one whose reply follows no recorded
-        prompt (its UserPromptSubmit never arrived: an ``mcp_tool`` hook skipped because the MCP
-        server was not connected) first queue the transcript's answered prompts no hook queued."""
+        prompt (its UserPromptSubmit never reached the daemon: the hook was killed or skipped before
+        it could queue the event) first queue the transcript's answered prompts no hook queued."""
         reply = str(event.payload.get("last_assistant_message") or "")
         await self.close_turn(event, reply=reply, before=event.received if event.background else None,
                               catch_up=not event.replayed and event.session_id not in self._caught_up)
